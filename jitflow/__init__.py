@@ -1,0 +1,52 @@
+"""jitflow: a TensorFlow-2-style graph runtime on numba, with TensorBoard summaries,
+tracing/profiling, and a panel that explains every retrace.
+
+    import jitflow as jf
+
+    @jf.function
+    def f(x):
+        return jf.reduce_sum(jf.tanh(x * 2.0 + 1.0))
+
+Names mirror TensorFlow 2 so that `tf.` → `jf.` ports code.
+"""
+from __future__ import annotations
+
+import types as _types
+
+from jitflow.runtime import *  # noqa: F401,F403 - the public runtime API
+from jitflow.runtime import dtypes, errors, trace_records  # noqa: F401
+from jitflow.runtime import math_ops as _m
+from jitflow.runtime import array_ops as _a
+from jitflow.runtime import random_ops as _r
+from jitflow.runtime.ops.math_ops import (abs, add, argmax, argmin, cos, divide, equal, exp,  # noqa: F401,A004
+                                          floordiv, greater, greater_equal, is_finite, less,
+                                          less_equal, log, logical_and, logical_not, logical_or,
+                                          matmul, maximum, minimum, mod, multiply, negative,
+                                          not_equal, pow, reduce_all, reduce_any, reduce_logsumexp,
+                                          reduce_max, reduce_mean, reduce_min, reduce_prod,
+                                          reduce_std, reduce_sum, reduce_variance, sigmoid, sign,
+                                          sin, sqrt, square, subtract, tanh, truediv)
+
+__version__ = "0.1.0"
+
+
+def _namespace(name: str, doc: str, **members) -> _types.SimpleNamespace:
+    ns = _types.ModuleType(f"jitflow.{name}", doc)
+    ns.__dict__.update(members)
+    return ns
+
+
+math = _namespace(
+    "math", "Elementwise math and reductions (TF's tf.math).",
+    **{n: getattr(_m, n) for n in (
+        "abs", "add", "argmax", "argmin", "cos", "divide", "equal", "exp", "floordiv", "greater",
+        "greater_equal", "is_finite", "less", "less_equal", "log", "logical_and", "logical_not",
+        "logical_or", "maximum", "minimum", "multiply", "negative", "not_equal", "pow",
+        "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min",
+        "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "sigmoid", "sign", "sin",
+        "sqrt", "square", "subtract", "tanh", "truediv", "matmul")},
+    floormod=_m.mod)
+nn = _namespace("nn", "Neural-network ops (TF's tf.nn).", relu=_m.relu, softmax=_m.softmax,
+                log_softmax=_m.log_softmax, sigmoid=_m.sigmoid, tanh=_m.tanh)
+random = _namespace("random", "Random tensors with TF's seeding rules.", normal=_r.normal,
+                    uniform=_r.uniform, set_seed=_r.set_seed)

@@ -1,0 +1,34 @@
+"""Error classes mirroring `tf.errors`, so `except jf.errors.InvalidArgumentError` works.
+
+Each also derives from the built-in exception a Python user would expect
+(`InvalidArgumentError` is a `ValueError`), so code written either way catches it.
+"""
+from __future__ import annotations
+
+
+class OpError(Exception):
+    """Base class for errors raised while running an op or a graph."""
+
+
+class InvalidArgumentError(OpError, ValueError):
+    """An op received an argument it cannot work with (shape, value, dtype)."""
+
+
+class InputSignatureError(InvalidArgumentError, TypeError):
+    """A value does not match a concrete function's input signature.
+
+    Both an `InvalidArgumentError` (what TF 2.0 raised, seed 002) and a `TypeError`
+    (what current TF raises), so either `except` clause catches it.
+    """
+
+
+class ResourceExhaustedError(OpError, MemoryError):
+    """A device allocator ran out of its memory limit."""
+
+
+class FailedPreconditionError(OpError, RuntimeError):
+    """An op ran in a state where it cannot (e.g. reading an uninitialised value)."""
+
+
+class UnimplementedError(OpError, NotImplementedError):
+    """An op has no kernel for the requested device or dtype."""

@@ -1,0 +1,47 @@
+"""The runtime's only hook for profilers: a flag and a sink.
+
+The tracer (`jitflow.tracer`) installs a sink while `trace_on()` is active; the runtime
+checks `enabled` once per eager op and once per graph run, so tracing costs nothing
+when it is off. Keeping the hook here (not in the tracer) lets dependencies flow one
+way: runtime ← tracer.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Optional, Protocol
+
+
+class Sink(Protocol):
+    def eager_op(self, op: Any, start_ns: int, end_ns: int, thread_id: int, result: Any) -> None: ...
+    def graph_run(self, concrete: Any, timings: list, start_ns: int, end_ns: int, thread_id: int) -> None: ...
+
+
+enabled: bool = False
+_sink: Optional[Sink] = None
+
+
+def install(sink: Sink) -> None:
+    global enabled, _sink
+    _sink = sink
+    enabled = True
+
+
+def uninstall() -> None:
+    global enabled, _sink
+    enabled = False
+    _sink = None
+
+
+def sink() -> Optional[Sink]:
+    return _sink
+
+
+def run_eager_op(op: Any, kernel: Any, operands: list, attrs: dict, out_specs: list) -> Any:
+    start = time.perf_counter_ns()
+    result = kernel(*operands, **attrs)
+    end = time.perf_counter_ns()
+    s = _sink
+    if s is not None:
+        s.eager_op(op, start, end, threading.get_ident(), result)
+    return result

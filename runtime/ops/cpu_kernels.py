@@ -1,0 +1,348 @@
+"""numba-compiled CPU kernels.
+
+Everything compiles lazily, on first use for each dtype, and caches to disk
+(`cache=True`), so importing jitflow compiles nothing and a second process loads
+machine code instead of recompiling.
+
+- Elementwise ops are numba `vectorize` ufuncs (numpy broadcasting for free). Loops are
+  added per exact signature (`int32(int32, int32)`), because numba's own typing would
+  widen int32 arithmetic to int64.
+- Reductions, softmax and arg-reductions work on a 2-D (outer, inner) view: the caller
+  moves reduced axes last, so one kernel serves every rank and axis combination.
+- matmul goes through numba's BLAS binding (`np.dot`, which needs scipy) for floats.
+- Random numbers come from per-op xoroshiro128+ streams, seeded deterministically.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from typing import Callable, Dict, Tuple
+
+import numpy as np
+from numba import njit, vectorize
+
+_lock = threading.Lock()
+
+
+class UfuncKernel:
+    """An elementwise kernel: a lazily compiled numba ufunc with one loop per dtype.
+
+    `out` is "same" (output dtype = input dtype) or "bool" (comparisons).
+    """
+
+    def __init__(self, scalar_fn: Callable, out: str = "same", name: str = "") -> None:
+        self._scalar_fn = scalar_fn
+        self._dufunc = None
+        self._loops: Dict[Tuple[str, ...], object] = {}
+        self._out = out
+        self.__name__ = name or scalar_fn.__name__
+
+    def ufunc_for(self, dtypes: Tuple[np.dtype, ...]):
+        """The numpy ufunc with a loop for exactly these input dtypes (compiling it once)."""
+        key = tuple(d.char for d in dtypes)
+        found = self._loops.get(key)
+        if found is not None:
+            return found
+        with _lock:
+            if self._dufunc is None:
+                self._dufunc = vectorize(cache=True)(self._scalar_fn)
+            out = "bool_" if self._out == "bool" else dtypes[0].name
+            sig = f"{out}({', '.join(d.name for d in dtypes)})"
+            self._dufunc.add(sig)
+            self._loops[key] = self._dufunc.ufunc
+        return self._dufunc.ufunc
+
+    def __call__(self, *arrays):
+        key = tuple(a.dtype.char for a in arrays)
+        ufunc = self._loops.get(key)
+        if ufunc is None:
+            if "e" in key:  # numba has no float16 arithmetic on CPU: compute in float32
+                return self._via_float32(*arrays)
+            ufunc = self.ufunc_for(tuple(a.dtype for a in arrays))
+        return ufunc(*arrays)
+
+    def _via_float32(self, *arrays):
+        wide = [a.astype(np.float32) for a in arrays]
+        out = self(*wide)
+        return out if self._out == "bool" else out.astype(np.float16)
+
+    def bind(self, attrs, in_dtypes):
+        if any(d.as_numpy_dtype.char == "e" for d in in_dtypes):
+            return self._via_float32
+        return self.ufunc_for(tuple(d.as_numpy_dtype for d in in_dtypes))
+
+
+# -- elementwise scalar functions (compiled by vectorize) ------------------------------
+def add_(a, b): return a + b
+def sub_(a, b): return a - b
+def mul_(a, b): return a * b
+def div_(a, b): return a / b
+def floordiv_(a, b): return a // b
+def mod_(a, b): return a % b
+def pow_(a, b): return a ** b
+def eq_(a, b): return a == b
+def ne_(a, b): return a != b
+def lt_(a, b): return a < b
+def le_(a, b): return a <= b
+def gt_(a, b): return a > b
+def ge_(a, b): return a >= b
+def and_(a, b): return a and b
+def or_(a, b): return a or b
+def not_(a): return not a
+def neg_(a): return -a
+def abs_(a): return abs(a)
+def exp_(a): return math.exp(a)
+def log_(a): return math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan)
+def sqrt_(a): return math.sqrt(a) if a >= 0 else math.nan
+def square_(a): return a * a
+def tanh_(a): return math.tanh(a)
+def sigmoid_(a): return 1.0 / (1.0 + math.exp(-a)) if a >= 0 else math.exp(a) / (1.0 + math.exp(a))
+def sin_(a): return math.sin(a)
+def cos_(a): return math.cos(a)
+def relu_(a): return a if a > 0 else a * 0
+def sign_(a): return (a > 0) - (a < 0)
+def isfinite_(a): return a == a and a - a == 0
+
+
+def max_nan_(a, b):
+    # TF's Maximum propagates NaN.
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a >= b else b
+
+
+def min_nan_(a, b):
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a <= b else b
+
+
+# -- reductions over the last axis of a 2-D array --------------------------------------
+@njit(cache=True)
+def reduce_sum_2d(x, out):
+    for i in range(x.shape[0]):
+        acc = 0.0
+        for j in range(x.shape[1]):
+            acc += x[i, j]
+        out[i] = acc
+
+
+@njit(cache=True)
+def reduce_sum_int_2d(x, out):
+    for i in range(x.shape[0]):
+        acc = 0
+        for j in range(x.shape[1]):
+            acc += x[i, j]
+        out[i] = acc
+
+
+@njit(cache=True)
+def reduce_prod_2d(x, out):
+    for i in range(x.shape[0]):
+        acc = 1.0
+        for j in range(x.shape[1]):
+            acc *= x[i, j]
+        out[i] = acc
+
+
+@njit(cache=True)
+def reduce_prod_int_2d(x, out):
+    for i in range(x.shape[0]):
+        acc = 1
+        for j in range(x.shape[1]):
+            acc *= x[i, j]
+        out[i] = acc
+
+
+@njit(cache=True)
+def reduce_max_2d(x, out):
+    for i in range(x.shape[0]):
+        acc = x[i, 0]
+        for j in range(1, x.shape[1]):
+            v = x[i, j]
+            if v > acc or v != v:
+                acc = v
+                if v != v:
+                    break
+        out[i] = acc
+
+
+@njit(cache=True)
+def reduce_min_2d(x, out):
+    for i in range(x.shape[0]):
+        acc = x[i, 0]
+        for j in range(1, x.shape[1]):
+            v = x[i, j]
+            if v < acc or v != v:
+                acc = v
+                if v != v:
+                    break
+        out[i] = acc
+
+
+@njit(cache=True)
+def reduce_all_2d(x, out):
+    for i in range(x.shape[0]):
+        acc = True
+        for j in range(x.shape[1]):
+            if not x[i, j]:
+                acc = False
+                break
+        out[i] = acc
+
+
+@njit(cache=True)
+def reduce_any_2d(x, out):
+    for i in range(x.shape[0]):
+        acc = False
+        for j in range(x.shape[1]):
+            if x[i, j]:
+                acc = True
+                break
+        out[i] = acc
+
+
+@njit(cache=True)
+def argmax_2d(x, out):
+    for i in range(x.shape[0]):
+        best = 0
+        for j in range(1, x.shape[1]):
+            if x[i, j] > x[i, best]:
+                best = j
+        out[i] = best
+
+
+@njit(cache=True)
+def argmin_2d(x, out):
+    for i in range(x.shape[0]):
+        best = 0
+        for j in range(1, x.shape[1]):
+            if x[i, j] < x[i, best]:
+                best = j
+        out[i] = best
+
+
+@njit(cache=True)
+def softmax_2d(x, out):
+    for i in range(x.shape[0]):
+        m = x[i, 0]
+        for j in range(1, x.shape[1]):
+            if x[i, j] > m:
+                m = x[i, j]
+        total = 0.0
+        for j in range(x.shape[1]):
+            e = math.exp(x[i, j] - m)
+            out[i, j] = e
+            total += e
+        for j in range(x.shape[1]):
+            out[i, j] = out[i, j] / total
+
+
+@njit(cache=True)
+def log_softmax_2d(x, out):
+    for i in range(x.shape[0]):
+        m = x[i, 0]
+        for j in range(1, x.shape[1]):
+            if x[i, j] > m:
+                m = x[i, j]
+        total = 0.0
+        for j in range(x.shape[1]):
+            total += math.exp(x[i, j] - m)
+        lse = m + math.log(total)
+        for j in range(x.shape[1]):
+            out[i, j] = x[i, j] - lse
+
+
+# -- matmul ----------------------------------------------------------------------------
+@njit(cache=True)
+def matmul_float_3d(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = np.dot(a[i], b[i])
+
+
+@njit(cache=True)
+def matmul_int_3d(a, b, out):
+    for n in range(a.shape[0]):
+        for i in range(a.shape[1]):
+            for j in range(b.shape[2]):
+                acc = 0
+                for k in range(a.shape[2]):
+                    acc += a[n, i, k] * b[n, k, j]
+                out[n, i, j] = acc
+
+
+@njit(cache=True)
+def matmul_float_2d(a, b):
+    return np.dot(a, b)
+
+
+# -- random: xoroshiro128+ streams -----------------------------------------------------
+@njit(cache=True)
+def _splitmix64(x):
+    x = (x + np.uint64(0x9E3779B97F4A7C15))
+    z = x
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x, z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def seed_state(seed, state):
+    x = np.uint64(seed)
+    x, a = _splitmix64(x)
+    x, b = _splitmix64(x)
+    state[0] = a
+    state[1] = b
+
+
+@njit(cache=True)
+def _rotl(x, k):
+    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
+
+
+@njit(cache=True)
+def _next_double(state):
+    s0 = state[0]
+    s1 = state[1]
+    result = s0 + s1
+    s1 ^= s0
+    state[0] = _rotl(s0, 24) ^ s1 ^ (s1 << np.uint64(16))
+    state[1] = _rotl(s1, 37)
+    return (result >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def fill_uniform(state, out, low, high):
+    flat = out.reshape(-1)
+    span = high - low
+    for i in range(flat.size):
+        flat[i] = low + span * _next_double(state)
+
+
+@njit(cache=True)
+def fill_normal(state, out, mean, stddev):
+    flat = out.reshape(-1)
+    n = flat.size
+    i = 0
+    while i < n:
+        u1 = _next_double(state)
+        u2 = _next_double(state)
+        if u1 < 1e-300:
+            u1 = 1e-300
+        r = math.sqrt(-2.0 * math.log(u1))
+        flat[i] = mean + stddev * r * math.cos(2.0 * math.pi * u2)
+        if i + 1 < n:
+            flat[i + 1] = mean + stddev * r * math.sin(2.0 * math.pi * u2)
+        i += 2
+
+
+@njit(cache=True)
+def fill_uniform_int(state, out, low, high):
+    flat = out.reshape(-1)
+    span = high - low
+    for i in range(flat.size):
+        flat[i] = low + int(_next_double(state) * span)

@@ -1,0 +1,150 @@
+"""The op registry: one entry per op, and `apply`, which runs it eagerly or adds a node.
+
+An `OpDef` names the TensorFlow op type (`AddV2`; also the GraphDef export name), infers
+output shapes/dtypes (and validates inputs, raising clear errors), and says whether it
+has side effects. Kernels live in per-backend tables (`KERNELS["cpu"]["AddV2"]`), so a
+backend can extend another by copying its table and overriding what differs;
+`KERNELS["reference"]` holds plain-numpy definitions the fast kernels are tested
+against. Gradients (`OpDef.gradient`) are filled in by the autodiff module.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import context, instrument
+from .. import dtypes as _dt
+from ..errors import InvalidArgumentError
+from ..tensor import EagerTensor, SymbolicTensor, Tensor
+
+Spec = Tuple[Any, _dt.DType]  # (dims tuple or None, dtype)
+InferFn = Callable[[List[Spec], Dict[str, Any]], List[Spec]]
+Kernel = Callable[..., Any]
+
+EMPTY_ATTRS: Dict[str, Any] = {}
+
+
+@dataclass
+class OpDef:
+    tf_op: str
+    infer: InferFn
+    public_name: str
+    default_name: str
+    stateful: bool = False
+    # (kernel, attrs, input dtypes) -> a callable(*arrays) with attrs bound; lets a
+    # kernel specialise itself once per graph node instead of on every call.
+    bind: Optional[Callable[[Kernel, Dict[str, Any], Sequence[_dt.DType]], Callable]] = None
+    gradient: Optional[Callable] = None
+    doc: str = ""
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"<OpDef {self.tf_op}>"
+
+
+OPS: Dict[str, OpDef] = {}
+KERNELS: Dict[str, Dict[str, Kernel]] = {"reference": {}, "cpu": {}}
+
+
+def register(tf_op: str, infer: InferFn, *, cpu: Kernel, reference: Optional[Kernel] = None,
+             public_name: Optional[str] = None, default_name: Optional[str] = None,
+             stateful: bool = False, bind=None, doc: str = "") -> OpDef:
+    """Add an op. `reference` defaults to `cpu` (for ops that are plain numpy anyway)."""
+    if tf_op in OPS:
+        raise ValueError(f"op {tf_op!r} is already registered")
+    op = OpDef(tf_op=tf_op, infer=infer, public_name=public_name or tf_op,
+               default_name=default_name or tf_op, stateful=stateful, bind=bind, doc=doc)
+    OPS[tf_op] = op
+    KERNELS["cpu"][tf_op] = cpu
+    KERNELS["reference"][tf_op] = reference if reference is not None else cpu
+    return op
+
+
+def kernel_attrs(attrs: Dict[str, Any]) -> Dict[str, Any]:
+    """Attrs a kernel receives: the ones not starting with `_` (those are metadata)."""
+    if not attrs:
+        return attrs
+    return {k: v for k, v in attrs.items() if not k.startswith("_")}
+
+
+def bind_kernel(op: OpDef, backend: str, attrs: Dict[str, Any], in_dtypes: Sequence[_dt.DType]) -> Callable:
+    """A callable(*arrays) running `op` with `attrs` on `backend`, specialised if it can be."""
+    kernel = KERNELS[backend][op.tf_op]
+    kattrs = kernel_attrs(attrs)
+    if op.bind is not None:
+        return op.bind(kernel, kattrs, in_dtypes)
+    return functools.partial(kernel, **kattrs) if kattrs else kernel
+
+
+def apply(tf_op: str, inputs: Sequence[Any], attrs: Dict[str, Any] = EMPTY_ATTRS,
+          name: Optional[str] = None) -> List[Tensor]:
+    """Run op `tf_op` on `inputs` now, or add it to the graph being traced.
+
+    `inputs` are tensors, or variables for resource inputs. Returns the outputs.
+    """
+    op = OPS[tf_op]
+    graph = context._state.graph
+    if graph is None:
+        return _run_eager(op, inputs, attrs)
+    return _add_to_graph(graph, op, inputs, attrs, name)
+
+
+def _infer(op: OpDef, specs: List[Spec], attrs: Dict[str, Any]) -> List[Spec]:
+    try:
+        return op.infer(specs, attrs)
+    except InvalidArgumentError as e:
+        raise type(e)(f"jf.{op.public_name}: {e}") from None
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"jf.{op.public_name}: {e}") from None
+
+
+def _run_eager(op: OpDef, inputs: Sequence[Any], attrs: Dict[str, Any]) -> List[Tensor]:
+    operands = []
+    specs = []
+    for t in inputs:
+        if t.__class__ is EagerTensor:
+            operands.append(t._value)
+            specs.append((t._value.shape, t._dtype))
+        elif isinstance(t, SymbolicTensor):
+            raise InvalidArgumentError(
+                f"jf.{op.public_name}: got the symbolic tensor {t.name}, which belongs to the trace of "
+                f"{t.node.graph.name!r}; symbolic tensors cannot be used outside the function that "
+                "created them (return them from the function instead).")
+        else:  # a Variable feeding a resource input
+            operands.append(t)
+            specs.append(((), _dt.resource))
+    out_specs = _infer(op, specs, attrs)
+    kernel = KERNELS["cpu"][op.tf_op]
+    kattrs = kernel_attrs(attrs)
+    if instrument.enabled:
+        result = instrument.run_eager_op(op, kernel, operands, kattrs, out_specs)
+    else:
+        result = kernel(*operands, **kattrs)
+    if len(out_specs) == 1:
+        return [_wrap(result, out_specs[0][1])]
+    if not out_specs:
+        return []
+    return [_wrap(r, spec[1]) for r, spec in zip(result, out_specs)]
+
+
+def _wrap(value: Any, dtype: _dt.DType) -> EagerTensor:
+    if value.__class__ is not np.ndarray:
+        value = np.asarray(value, dtype=dtype.as_numpy_dtype)
+    return EagerTensor(value, dtype)
+
+
+def graph_input(graph, value: Any) -> SymbolicTensor:
+    """`value` as a tensor of `graph`, capturing it if it comes from outside."""
+    if isinstance(value, SymbolicTensor) and value.node.graph is graph:
+        return value
+    return graph.capture(value)
+
+
+def _add_to_graph(graph, op: OpDef, inputs: Sequence[Any], attrs: Dict[str, Any],
+                  name: Optional[str]) -> List[Tensor]:
+    g_inputs = [graph_input(graph, t) for t in inputs]
+    out_specs = _infer(op, [(t._dims, t._dtype) for t in g_inputs], attrs)
+    return graph.add_node(op, g_inputs, attrs, out_specs, name).outputs
