@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import context, instrument
+from . import autograph, autograph_ops, context, instrument
 from . import trace_records as _records
 from . import variables as _variables
 from .errors import InputSignatureError
@@ -615,7 +615,14 @@ class Function:
         return cf
 
     def _call_python(self, args: list, kwargs: dict) -> Any:
-        return self._python_function(*args, **kwargs)
+        fn = self._python_function
+        if self._autograph and autograph_ops._convertible(fn) is not None:
+            try:
+                fn = autograph.convert(fn)
+            except autograph_ops.ConversionError as e:
+                warnings.warn(f"AutoGraph could not convert {self._qualname}, so it runs as plain Python "
+                              f"while tracing (tensor `if`/loops will fail): {e}", stacklevel=4)
+        return fn(*args, **kwargs)
 
     def _describe_key(self, key: Tuple) -> str:
         from .trace_types import describe

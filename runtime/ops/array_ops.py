@@ -5,6 +5,7 @@ immutable tensors, which a numba kernel could only make slower by copying.
 """
 from __future__ import annotations
 
+import builtins
 from typing import Any, List, Optional
 
 import numpy as np
@@ -133,7 +134,7 @@ def _transpose_infer(specs, attrs):
         return [(None if perm is None else (None,) * len(perm), dtype)]
     if perm is None:
         return [(tuple(reversed(dims)), dtype)]
-    if sorted(perm) != list(range(len(dims))):
+    if sorted(perm) != list(builtins.range(len(dims))):
         raise InvalidArgumentError(f"perm {list(perm)} is not a permutation of the {len(dims)} "
                                    f"axes of a tensor with shape {format_dims(dims)}")
     return [(tuple(dims[p] for p in perm), dtype)]
@@ -290,6 +291,9 @@ def unstack(value, num=None, axis=0, name=None):
 
 
 # -- slicing (Tensor.__getitem__) ------------------------------------------------------
+_DYN = "?"  # a slice bound fed by the next dynamic input
+
+
 def _slice_infer(specs, attrs):
     dims, dtype = specs[0]
     if dims is None:
@@ -315,7 +319,8 @@ def _slice_infer(specs, attrs):
             if i >= len(dims):
                 raise InvalidArgumentError(f"too many indices for a tensor of shape {format_dims(dims)}")
             d = dims[i]
-            out.append(None if d is None else len(range(*slice(*args).indices(d))))
+            dynamic = any(a == _DYN for a in args)
+            out.append(None if d is None or dynamic else len(builtins.range(*slice(*args).indices(d))))
             i += 1
     out.extend(dims[i:])
     return [(tuple(out), dtype)]
@@ -330,7 +335,7 @@ def _slice_kernel(x, *dynamic, index):
         elif kind == "dyn":
             key.append(int(next(dyn)))
         elif kind == "slice":
-            key.append(slice(*args))
+            key.append(slice(*[int(next(dyn)) if a == _DYN else a for a in args]))
         elif kind == "newaxis":
             key.append(None)
         else:
@@ -351,12 +356,16 @@ def _index_spec(item: Any):
         elif it is None:
             spec.append(("newaxis",))
         elif isinstance(it, slice):
-            parts = []
+            parts: list = []
             for p in (it.start, it.stop, it.step):
                 if isinstance(p, EagerTensor):
                     p = int(p)
+                if isinstance(p, SymbolicTensor) and p._dtype.is_integer and p.ndim == 0:
+                    parts.append(_DYN)
+                    dynamic.append(p)
+                    continue
                 if p is not None and not isinstance(p, (int, np.integer)):
-                    raise TypeError(f"slice bounds must be ints, None or concrete integer tensors; got {p!r}")
+                    raise TypeError(f"slice bounds must be ints, None or scalar integer tensors; got {p!r}")
                 parts.append(None if p is None else int(p))
             if parts[2] == 0:
                 raise ValueError("slice step cannot be zero")

@@ -76,7 +76,11 @@ def _infer_numpy(value: Any) -> np.ndarray:
     elif isinstance(value, np.generic):
         arr = np.asarray(value)
     elif isinstance(value, (list, tuple)):
-        arr = np.asarray(value)
+        try:
+            arr = np.asarray(value)
+        except ValueError:
+            raise ValueError(f"value: cannot convert a non-rectangular (ragged) nested list to a "
+                             f"jf.Tensor; every inner list must have the same length; got {value!r}") from None
         if arr.dtype.kind == "i" and not isinstance(value, np.ndarray):
             arr = arr.astype(np.int32) if (arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31)) else arr
         elif arr.dtype.kind == "f" and arr.dtype != np.float32:
@@ -111,6 +115,8 @@ def _with_dtype(value: Any, dtype: _dt.DType) -> np.ndarray:
     """`value` converted to `dtype`, refusing lossy Python float → int conversions (as TF)."""
     if dtype.is_string:
         arr = _infer_numpy(value)
+        if arr.size == 0 and arr.dtype != object:  # `[]` infers float32
+            return np.empty(arr.shape, dtype=object)
         if arr.dtype != object:
             raise TypeError(f"Cannot convert {value!r} to a tensor of dtype string")
         return arr
@@ -136,6 +142,11 @@ def _with_dtype(value: Any, dtype: _dt.DType) -> np.ndarray:
             if not np.all(np.mod(arr, 1) == 0):
                 raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype.name} "
                                 "(values are not integers)")
+        if src in "iuf" and dtype.is_integer and not isinstance(value, np.ndarray) and arr.size:
+            info = np.iinfo(dtype.as_numpy_dtype)
+            if arr.min() < info.min or arr.max() > info.max:  # as for scalars: no silent wrap-around
+                raise TypeError(f"Cannot convert {value!r} to a tensor of dtype {dtype.name} "
+                                f"(out of range [{info.min}, {info.max}])")
         arr = arr.astype(dtype.as_numpy_dtype)
     return arr
 

@@ -25,32 +25,33 @@ _lock = threading.Lock()
 
 
 class UfuncKernel:
-    """An elementwise kernel: a lazily compiled numba ufunc with one loop per dtype.
+    """An elementwise kernel: lazily compiled numba ufuncs, one per input dtype signature.
 
-    `out` is "same" (output dtype = input dtype) or "bool" (comparisons).
+    `out` is "same" (output dtype = input dtype) or "bool" (comparisons). Each signature
+    gets a ufunc of its own with exactly one loop: numpy runs the *first* loop of a ufunc
+    that the inputs can be cast to safely, so in one multi-loop ufunc int8 inputs would run
+    (and return) the float32 loop whenever that loop was added first.
     """
 
     def __init__(self, scalar_fn: Callable, out: str = "same", name: str = "") -> None:
         self._scalar_fn = scalar_fn
-        self._dufunc = None
         self._loops: Dict[Tuple[str, ...], object] = {}
         self._out = out
         self.__name__ = name or scalar_fn.__name__
 
     def ufunc_for(self, dtypes: Tuple[np.dtype, ...]):
-        """The numpy ufunc with a loop for exactly these input dtypes (compiling it once)."""
+        """A numpy ufunc whose only loop takes exactly these input dtypes (compiled once)."""
         key = tuple(d.char for d in dtypes)
         found = self._loops.get(key)
         if found is not None:
             return found
         with _lock:
-            if self._dufunc is None:
-                self._dufunc = vectorize(cache=True)(self._scalar_fn)
-            out = "bool_" if self._out == "bool" else dtypes[0].name
-            sig = f"{out}({', '.join(d.name for d in dtypes)})"
-            self._dufunc.add(sig)
-            self._loops[key] = self._dufunc.ufunc
-        return self._dufunc.ufunc
+            found = self._loops.get(key)
+            if found is None:
+                out = "bool_" if self._out == "bool" else dtypes[0].name
+                sig = f"{out}({', '.join(d.name for d in dtypes)})"
+                found = self._loops[key] = vectorize([sig], cache=True)(self._scalar_fn)
+        return found
 
     def __call__(self, *arrays):
         key = tuple(a.dtype.char for a in arrays)
@@ -99,9 +100,9 @@ def tanh_(a): return math.tanh(a)
 def sigmoid_(a): return 1.0 / (1.0 + math.exp(-a)) if a >= 0 else math.exp(a) / (1.0 + math.exp(a))
 def sin_(a): return math.sin(a)
 def cos_(a): return math.cos(a)
-def relu_(a): return a if a > 0 else a * 0
-def sign_(a): return (a > 0) - (a < 0)
-def isfinite_(a): return a == a and a - a == 0
+def relu_(a): return a if a > 0 or a != a else 0  # NaN stays NaN; -0.0 and -inf give +0
+def sign_(a): return a if a != a else (a > 0) - (a < 0)  # NaN stays NaN, as np.sign / TF
+def isfinite_(a): return not (math.isinf(a) or math.isnan(a))  # inf - inf would raise FP flags
 
 
 def max_nan_(a, b):

@@ -117,8 +117,9 @@ def print(*inputs: Any, output_stream: Any = None, summarize: int = 3, sep: str 
         if isinstance(value, (Tensor, TensorConvertible)):
             template.append(("tensor", len(tensors)))
             tensors.append(convert_to_tensor(value))
-        else:
-            template.append(("lit", str(value)))
+        else:  # Python values print as at trace time: primitives by str, objects by repr
+            text = str(value) if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+            template.append(("lit", text))
     apply("PrintV2", tensors, {"template": tuple(template), "sep": sep, "end": end,
                                "output_stream": stream, "summarize": summarize}, name=name)
 

@@ -16,7 +16,7 @@ from ..errors import InvalidArgumentError
 from ..shapes import format_dims
 from ..tensor import Tensor
 from . import cpu_kernels as K
-from .constant_op import convert_to_tensor
+from .constant_op import TensorConvertible, convert_to_tensor
 from .infer import (broadcast_dims, check_kind, elementwise, normalize_axes, normalize_axis,
                     reduced_dims, reduction, same_dtype)
 from .registry import apply, register
@@ -93,6 +93,10 @@ register("Add", elementwise("s"), cpu=np.add, public_name="add", default_name="a
 # -- public elementwise functions ------------------------------------------------------
 def binary_operands(x: Any, y: Any):
     """Convert operands; a Python value takes the dtype of the tensor beside it."""
+    if isinstance(x, TensorConvertible):  # a variable: `2 * v` must see v's dtype first
+        x = convert_to_tensor(x)
+    if isinstance(y, TensorConvertible):
+        y = convert_to_tensor(y)
     if isinstance(x, Tensor):
         y = convert_to_tensor(y, dtype_hint=x._dtype) if not isinstance(y, Tensor) else y
     elif isinstance(y, Tensor):
@@ -227,19 +231,34 @@ def _mean(x, axis, keepdims):
         return (total / x.dtype.type(count)).astype(x.dtype)
 
 
-def _np_reduce(fn):
+def _np_reduce(fn, identity=None):
+    """numpy's reduction with TF's dtype rule: the result keeps the input dtype (numpy
+    would sum int8 into int64); `identity(dtype)` is the value over an empty axis."""
     def run(x, axis, keepdims):
-        axes = normalize_axes(axis, np.ndim(x))
-        return np.asarray(fn(x, axis=axes, keepdims=keepdims))
+        x = np.asarray(x)
+        axes = normalize_axes(axis, x.ndim)
+        extra = {} if identity is None else {"initial": identity(x.dtype)}
+        return np.asarray(fn(x, axis=axes, keepdims=keepdims, **extra)).astype(x.dtype, copy=False)
     return run
+
+
+def _mean_ref(x, axis, keepdims):
+    """TF's mean: integers sum in their own dtype, then divide truncating toward zero."""
+    x = np.asarray(x)
+    if x.dtype.kind not in "iu":
+        with np.errstate(invalid="ignore"):
+            return np.asarray(np.mean(x, axis=normalize_axes(axis, x.ndim), keepdims=keepdims))
+    total = _np_reduce(np.sum)(x, axis, keepdims)
+    count = max(x.size // max(total.size, 1), 1)
+    return np.trunc(total / count).astype(x.dtype)
 
 
 _REDUCTIONS = [
     ("Sum", "reduce_sum", "fi", None, _sum, _np_reduce(np.sum)),
     ("Prod", "reduce_prod", "fi", None, _prod, _np_reduce(np.prod)),
-    ("Max", "reduce_max", "fi", None, _max, _np_reduce(np.max)),
-    ("Min", "reduce_min", "fi", None, _min, _np_reduce(np.min)),
-    ("Mean", "reduce_mean", "fi", None, _mean, _np_reduce(np.mean)),
+    ("Max", "reduce_max", "fi", None, _max, _np_reduce(np.max, _lowest)),
+    ("Min", "reduce_min", "fi", None, _min, _np_reduce(np.min, _highest)),
+    ("Mean", "reduce_mean", "fi", None, _mean, _mean_ref),
     ("All", "reduce_all", "b", None, _all, _np_reduce(np.all)),
     ("Any", "reduce_any", "b", None, _any, _np_reduce(np.any)),
 ]
@@ -390,6 +409,12 @@ def _softmax_ref(logits, axis):
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def _log_softmax_ref(logits, axis):
+    # x - max - log(sum(exp(x - max))): log(softmax) would give -inf where softmax underflows.
+    shifted = logits - np.max(logits, axis=axis, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
 def _softmax_infer(specs, attrs):
     dims, dtype = specs[0]
     check_kind(dtype, "f", "logits")
@@ -403,7 +428,7 @@ def _softmax_infer(specs, attrs):
 register("Softmax", _softmax_infer, cpu=_softmax_kernel(K.softmax_2d), reference=_softmax_ref,
          public_name="nn.softmax")
 register("LogSoftmax", _softmax_infer, cpu=_softmax_kernel(K.log_softmax_2d),
-         reference=lambda logits, axis: np.log(_softmax_ref(logits, axis)), public_name="nn.log_softmax")
+         reference=_log_softmax_ref, public_name="nn.log_softmax")
 
 
 def softmax(logits, axis=-1, name=None):
