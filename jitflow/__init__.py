@@ -18,6 +18,8 @@ from jitflow.runtime import dtypes, errors, trace_records  # noqa: F401
 from jitflow.runtime import math_ops as _m
 from jitflow.runtime import array_ops as _a
 from jitflow.runtime import random_ops as _r
+from jitflow.runtime import autograph as _autograph
+from jitflow.runtime import autograph_ops as _autograph_ops
 from jitflow.runtime.ops.math_ops import (abs, add, argmax, argmin, cos, divide, equal, exp,  # noqa: F401,A004
                                           floordiv, greater, greater_equal, is_finite, less,
                                           less_equal, log, logical_and, logical_not, logical_or,
@@ -48,5 +50,7 @@ math = _namespace(
     floormod=_m.mod)
 nn = _namespace("nn", "Neural-network ops (TF's tf.nn).", relu=_m.relu, softmax=_m.softmax,
                 log_softmax=_m.log_softmax, sigmoid=_m.sigmoid, tanh=_m.tanh)
+autograph = _namespace("autograph", "AutoGraph: Python control flow to graph ops.",
+                       to_code=_autograph.to_code, do_not_convert=_autograph_ops.do_not_convert)
 random = _namespace("random", "Random tensors with TF's seeding rules.", normal=_r.normal,
                     uniform=_r.uniform, set_seed=_r.set_seed)

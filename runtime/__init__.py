@@ -21,5 +21,7 @@ from .variables import Variable
 from .ops import operators as _operators  # installs Python operators on Tensor/Variable
 from .function import ConcreteFunction, Function, RetraceWarning, function
 from .module import Module
+from .control_flow import cond, while_loop
+from . import autograph, autograph_ops
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -87,15 +87,14 @@ class EagerTensor(Tensor):
         return self._device
 
     def numpy(self):
-        """The value as numpy: an array, or a numpy scalar / `bytes` for rank 0 (as TF)."""
+        """The value as numpy: a fresh, writable array (as TF), or a numpy scalar / `bytes` for rank 0."""
         value = self._value
         if value.ndim == 0:
             return value[()]
-        return value.copy() if value.flags.writeable else value
+        return value.copy()
 
     def __array__(self, dtype=None, copy=None):
-        value = self._value
-        return value if dtype is None else value.astype(dtype, copy=False)
+        return readonly_array(self._value, dtype, copy)
 
     def __len__(self) -> int:
         if self._value.ndim == 0:
@@ -137,6 +136,18 @@ class EagerTensor(Tensor):
 
     def __reduce__(self):
         return (constant_from_numpy, (self._value, self._dtype.name))
+
+
+def readonly_array(value: np.ndarray, dtype=None, copy=None) -> np.ndarray:
+    """`np.asarray(tensor)` without a copy, but read-only: tensors are immutable, and other
+    tensors (or a variable) may share `value`. `copy=True` or a new dtype gives a writable copy."""
+    if dtype is not None and np.dtype(dtype) != value.dtype:
+        return value.astype(dtype)
+    if copy:
+        return value.copy()
+    view = value.view()
+    view.flags.writeable = False
+    return view
 
 
 def numpy_text(value: np.ndarray, is_repr: bool) -> str:
@@ -216,6 +227,14 @@ class SymbolicTensor(Tensor):
 
     def __index__(self) -> int:
         raise TypeError(f"The symbolic tensor {self.name} cannot be used as a Python index while tracing.")
+
+    def __int__(self) -> int:
+        raise TypeError(f"Cannot convert the symbolic tensor {self.name} to a Python int while tracing: it "
+                        "has no value yet. Keep it a tensor (jf.cast converts dtypes).")
+
+    def __float__(self) -> float:
+        raise TypeError(f"Cannot convert the symbolic tensor {self.name} to a Python float while tracing: "
+                        "it has no value yet. Keep it a tensor (jf.cast converts dtypes).")
 
     def __str__(self) -> str:
         if self._dims is None:

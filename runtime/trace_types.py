@@ -130,14 +130,20 @@ class ArgChange:
     kind: str          # "dtype", "shape", "value", "type", "object", "structure"
     old: str
     new: str
+    detail: str = ""   # for "value": the Python type, e.g. "Python int"
 
     def __str__(self) -> str:
         if self.kind == "object":
             return f"{self.path}: new object {self.new}"
+        if self.kind in ("dtype", "shape"):
+            return f"{self.path}: {self.kind} {self.old} → {self.new}"
+        if self.kind == "value":
+            return f"{self.path}: {self.detail} {self.old} → {self.new}"
         return f"{self.path}: {self.old} → {self.new}"
 
     def to_dict(self) -> dict:
-        return {"path": self.path, "kind": self.kind, "old": self.old, "new": self.new, "text": str(self)}
+        return {"path": self.path, "kind": self.kind, "old": self.old, "new": self.new,
+                "detail": self.detail, "text": str(self)}
 
 
 def describe(key: Any) -> str:
@@ -176,7 +182,7 @@ def diff(old: Any, new: Any, path: str) -> List[ArgChange]:
     if tag == PRIM:
         if old[1] is not new[1]:
             return [ArgChange(path, "type", describe(old), describe(new))]
-        return [ArgChange(path, "value", describe(old), describe(new))]
+        return [ArgChange(path, "value", repr(old[2]), repr(new[2]), f"Python {old[1].__name__}")]
     if tag == OBJECT:
         return [ArgChange(path, "object", describe(old), describe(new))]
     if tag in (LIST, TUPLE) and len(old[1]) == len(new[1]):

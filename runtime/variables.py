@@ -18,7 +18,7 @@ from .errors import FailedPreconditionError, InvalidArgumentError
 from .ops.constant_op import TensorConvertible, convert_to_tensor, to_numpy
 from .ops.registry import apply, register
 from .shapes import TensorShape, format_dims, is_compatible
-from .tensor import EagerTensor, SymbolicTensor, Tensor, numpy_text
+from .tensor import EagerTensor, SymbolicTensor, Tensor, numpy_text, readonly_array
 
 _creation_hooks: list = []  # called with each new variable (jf.function enforces its rule)
 
@@ -226,7 +226,10 @@ class Variable(TensorConvertible):
         return self.read_value()
 
     def __array__(self, dtype=None, copy=None):
-        return self._value if dtype is None else self._value.astype(dtype)
+        value = self._value
+        if value is None:
+            _read_kernel(self, self._dtype)
+        return readonly_array(value, dtype, copy)  # writing to it must not change the variable
 
     # -- writing ------------------------------------------------------------------------
     def _update(self, op: str, value: Any, read_value: bool):

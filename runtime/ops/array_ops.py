@@ -283,6 +283,8 @@ def unstack(value, num=None, axis=0, name=None):
     x = convert_to_tensor(value)
     if x._dims is None:
         raise ValueError("value: jf.unstack needs a known rank")
+    if not x._dims:
+        raise ValueError("value: jf.unstack needs a tensor of rank >= 1; got a scalar (shape ())")
     axis_n = normalize_axis(int(axis), len(x._dims))
     num = x._dims[axis_n] if num is None else num
     if num is None:
@@ -494,6 +496,15 @@ def _range_kernel(start, limit, delta):
 register("Range", _range_infer, cpu=_range_kernel, public_name="range", default_name="range")
 
 
+def _known_value(t: Tensor) -> Optional[np.ndarray]:
+    """The value of an eager tensor or of a graph constant; None when only known at run time."""
+    if isinstance(t, EagerTensor):
+        return t._value
+    if t.node.op.tf_op == "Const":
+        return t.node.attrs["value"]
+    return None
+
+
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TF's name
     """Like Python's range, as a tensor: `range(5)`, `range(1, 10, 2)`, tensors allowed."""
     if limit is None:
@@ -510,8 +521,9 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
             want = _dt.int32
     tensors = [cast(a, want) if isinstance(a, Tensor) else convert_to_tensor(a, want) for a in args]
     length = None
-    if all(isinstance(t, EagerTensor) for t in tensors):
-        s, lim, d = (t._value.item() for t in tensors)
+    values = [_known_value(t) for t in tensors]
+    if all(v is not None for v in values):  # a static length, eagerly and in traces (as TF)
+        s, lim, d = (v.item() for v in values)
         if d == 0:
             raise InvalidArgumentError("range: delta must not be zero")
         length = max(0, int(np.ceil((lim - s) / d)))

@@ -344,6 +344,7 @@ def fill_normal(state, out, mean, stddev):
 @njit(cache=True)
 def fill_uniform_int(state, out, low, high):
     flat = out.reshape(-1)
-    span = high - low
+    span = float(high) - float(low)  # in float: `high - low` can overflow int64
     for i in range(flat.size):
-        flat[i] = low + int(_next_double(state) * span)
+        v = low + np.int64(_next_double(state) * span)
+        flat[i] = v if v < high else high - 1  # rounding of u * span may reach `high`

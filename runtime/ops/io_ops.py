@@ -109,8 +109,15 @@ def print(*inputs: Any, output_stream: Any = None, summarize: int = 3, sep: str 
         stream: Any = "stdout"
     elif output_stream is sys.stderr or output_stream is sys.__stderr__:
         stream = "stderr"
-    else:
+    elif isinstance(output_stream, str) or callable(getattr(output_stream, "write", None)):
         stream = output_stream
+    else:
+        raise TypeError(f"output_stream: expected sys.stdout, sys.stderr, a file-like object with "
+                        f"a write() method or a 'file:///path' string; got {output_stream!r}")
+    if summarize is None:
+        summarize = 3
+    if not isinstance(summarize, (int, np.integer)) or isinstance(summarize, bool):
+        raise TypeError(f"summarize: expected an int (-1 prints every element); got {summarize!r}")
     template: List[tuple] = []
     tensors: List[Tensor] = []
     for value in inputs:

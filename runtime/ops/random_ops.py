@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import context
 from .. import dtypes as _dt
+from ..errors import InvalidArgumentError
 from . import cpu_kernels as K
 from .array_ops import _check_dims
 from .infer import check_kind
@@ -102,15 +103,31 @@ def _normal_kernel(mean, stddev, shape, dtype, stream, seed, seed2):
 
 
 def _uniform_kernel(minval, maxval, shape, dtype, stream, seed, seed2):
-    fill = K.fill_uniform if dtype.is_floating else K.fill_uniform_int
-    lo, hi = (float(minval), float(maxval)) if dtype.is_floating else (int(minval), int(maxval))
-    return _draw(fill, stream, shape, dtype, lo, hi)
+    if dtype.is_floating:
+        out = _draw(K.fill_uniform, stream, shape, dtype, float(minval), float(maxval))
+        if float(minval) < float(maxval):  # rounding to float32/float16 can reach maxval: keep it out
+            top = np.nextafter(out.dtype.type(maxval), out.dtype.type(minval))
+            np.minimum(out, top, out=out)
+        return out
+    lo, hi = int(minval), int(maxval)
+    if lo >= hi:  # TF checks this when the op runs, for integer dtypes only
+        raise InvalidArgumentError(f"jf.random.uniform: need minval < maxval for integer dtype "
+                                   f"{dtype.name}; got minval={lo}, maxval={hi}")
+    return _draw(K.fill_uniform_int, stream, shape, dtype, lo, hi)
 
 
 register("RandomStandardNormal", _random_infer, cpu=_normal_kernel, public_name="random.normal",
          default_name="random_normal", stateful=True)
 register("RandomUniform", _random_infer, cpu=_uniform_kernel, public_name="random.uniform",
          default_name="random_uniform", stateful=True)
+
+
+def _check_dtype(dtype: Any, kinds: str, fn: str) -> _dt.DType:
+    dtype = _dt.as_dtype(dtype)
+    if not (dtype.is_floating or ("i" in kinds and dtype.is_integer)):
+        allowed = "a floating-point or integer" if "i" in kinds else "a floating-point"
+        raise TypeError(f"dtype: jf.random.{fn} needs {allowed} dtype; got {dtype.name}")
+    return dtype
 
 
 def _attrs(shape: Any, dtype: Any, seed: Optional[int], kinds: str) -> Dict[str, Any]:
@@ -125,7 +142,7 @@ def _attrs(shape: Any, dtype: Any, seed: Optional[int], kinds: str) -> Dict[str,
 def normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None):
     """Samples from N(mean, stddev²); a new draw on every eager call and every graph run."""
     from .constant_op import convert_to_tensor
-    attrs = _attrs(shape, dtype, seed, "f")
+    attrs = _attrs(shape, _check_dtype(dtype, "f", "normal"), seed, "f")
     dt = attrs["dtype"]
     return apply("RandomStandardNormal", [convert_to_tensor(mean, dt), convert_to_tensor(stddev, dt)],
                  attrs, name=name)[0]
@@ -134,7 +151,7 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None)
 def uniform(shape, minval=0, maxval=None, dtype=_dt.float32, seed=None, name=None):
     """Samples from U[minval, maxval); for integer dtypes `maxval` is required."""
     from .constant_op import convert_to_tensor
-    dt = _dt.as_dtype(dtype)
+    dt = _check_dtype(dtype, "fi", "uniform")
     if maxval is None:
         if dt.is_integer:
             raise ValueError(f"maxval: must be given for integer dtype {dt.name}")
