@@ -757,7 +757,14 @@ def _call_infer(specs, attrs):
 
 
 def _call_kernel(*feeds, f):
-    outs = f._plan(*feeds)
+    if instrument.enabled:  # a function called from a function: record its nodes too
+        start = time.perf_counter_ns()
+        outs, timings = f._plan.run_timed(feeds)
+        sink = instrument.sink()
+        if sink is not None:
+            sink.graph_run(f, timings, start, time.perf_counter_ns(), threading.get_ident())
+    else:
+        outs = f._plan(*feeds)
     return outs[0] if len(outs) == 1 else outs
 
 

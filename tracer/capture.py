@@ -1,0 +1,172 @@
+"""What runs while tracing is on: small event records the exporters turn into files.
+
+`Capture` is the runtime's instrumentation sink. The runtime calls it once per eager op
+and once per graph run (with per-node timings from the plan's timed variant); each
+becomes `OpEvent`s. `jf.profiler.Trace` regions (training steps) are `Region`s. All
+times are `perf_counter_ns`; `wall_ns()` converts to the epoch for exporters.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from jitflow.runtime import instrument
+from jitflow.runtime.tensor import CPU0
+
+Output = Tuple[str, Tuple[int, ...], int]  # (dtype name, shape, bytes)
+
+
+@dataclass
+class OpEvent:
+    name: str                 # scoped node name, or the op's public name for eager ops
+    op_type: str              # TF op type
+    start_ns: int
+    end_ns: int
+    thread_id: int
+    device: str = CPU0
+    outputs: List[Output] = field(default_factory=list)
+    inputs: Tuple[str, ...] = ()
+    function: Optional[str] = None   # concrete function name; None for eager ops
+
+    @property
+    def duration_ns(self) -> int:
+        return max(0, self.end_ns - self.start_ns)
+
+    @property
+    def bytes(self) -> int:
+        return sum(o[2] for o in self.outputs)
+
+
+@dataclass
+class FunctionRun:
+    concrete: Any             # the ConcreteFunction that ran
+    start_ns: int
+    end_ns: int
+    thread_id: int
+    events: List[OpEvent]
+    parent: Optional[str] = None     # name of the calling function's node, for nested calls
+
+
+@dataclass
+class Region:
+    name: str
+    start_ns: int
+    end_ns: int
+    thread_id: int
+    step_num: Optional[int] = None
+    args: Dict[str, Any] = field(default_factory=dict)
+
+
+def describe_output(value: Any, dtype: Any) -> Output:
+    try:
+        arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+        return (dtype.name, tuple(arr.shape), int(arr.nbytes))
+    except Exception:  # a resource or an opaque value
+        return (getattr(dtype, "name", "unknown"), (), 0)
+
+
+class Capture:
+    """Collects events between `start()` and `stop()`; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.runs: List[FunctionRun] = []
+        self.eager: List[OpEvent] = []
+        self.regions: List[Region] = []
+        self.thread_names: Dict[int, str] = {}
+        self.started_ns = time.perf_counter_ns()
+        self._wall_offset = time.time_ns() - self.started_ns
+        self.stopped_ns: Optional[int] = None
+
+    def wall_ns(self, perf_ns: int) -> int:
+        return perf_ns + self._wall_offset
+
+    def _name_thread(self, thread_id: int) -> None:
+        if thread_id not in self.thread_names:
+            current = threading.current_thread()
+            self.thread_names[thread_id] = current.name if current.ident == thread_id else f"thread {thread_id}"
+
+    # -- the runtime's sink protocol ---------------------------------------------------
+    def eager_op(self, op: Any, start_ns: int, end_ns: int, thread_id: int, result: Any) -> None:
+        outputs = []
+        if result is not None:
+            values = result if isinstance(result, tuple) else (result,)
+            outputs = [describe_output(v, getattr(np.asarray(v), "dtype", None)) for v in values
+                       if isinstance(v, (np.ndarray, np.generic))]
+        event = OpEvent(op.public_name, op.tf_op, start_ns, end_ns, thread_id, outputs=outputs)
+        with self._lock:
+            self._name_thread(thread_id)
+            self.eager.append(event)
+
+    def graph_run(self, concrete: Any, timings: list, start_ns: int, end_ns: int, thread_id: int,
+                  parent: Optional[str] = None) -> None:
+        events = []
+        for node, t0, t1, value in timings:
+            if len(node.outputs) == 1:
+                values = (value,)
+            elif node.outputs:
+                values = value
+            else:
+                values = ()
+            outputs = [describe_output(v, t._dtype) for v, t in zip(values, node.outputs)]
+            events.append(OpEvent(node.name, node.op.tf_op, t0, t1, thread_id, node.device or CPU0, outputs,
+                                  tuple(t.name for t in node.inputs), concrete.name))
+        run = FunctionRun(concrete, start_ns, end_ns, thread_id, events, parent)
+        with self._lock:
+            self._name_thread(thread_id)
+            self.runs.append(run)
+
+    def region(self, region: Region) -> None:
+        with self._lock:
+            self._name_thread(region.thread_id)
+            self.regions.append(region)
+
+    # -- views for exporters ------------------------------------------------------------
+    def functions(self) -> List[Any]:
+        """Distinct concrete functions that ran, in order of first run."""
+        seen: Dict[int, Any] = {}
+        for run in self.runs:
+            seen.setdefault(id(run.concrete), run.concrete)
+        return list(seen.values())
+
+    def all_events(self) -> List[OpEvent]:
+        events = list(self.eager)
+        for run in self.runs:
+            events.extend(run.events)
+        return sorted(events, key=lambda e: e.start_ns)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.runs or self.eager or self.regions)
+
+
+_active: Optional[Capture] = None
+_active_lock = threading.Lock()
+
+
+def start() -> Capture:
+    """Begin capturing (replacing any capture in progress)."""
+    global _active
+    with _active_lock:
+        _active = Capture()
+        instrument.install(_active)
+        return _active
+
+
+def stop() -> Optional[Capture]:
+    """Stop capturing and return what was captured (None if nothing was active)."""
+    global _active
+    with _active_lock:
+        capture, _active = _active, None
+        instrument.uninstall()
+    if capture is not None:
+        capture.stopped_ns = time.perf_counter_ns()
+    return capture
+
+
+def active() -> Optional[Capture]:
+    return _active

@@ -1,0 +1,161 @@
+"""A capture → a profile run directory TensorBoard's Profile plugin and Perfetto open.
+
+    <logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb
+    <logdir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.trace.json.gz
+
+Both files hold the same timeline, one row per thread: `jf.profiler.Trace` steps
+outermost, then each function run (`__inference_f_3`), its name scopes, and its ops
+(named `node:OpType`, TF's convention for framework ops), plus eager ops.
+"""
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from .capture import Capture, OpEvent
+from .xplane import PlaneBuilder, XSpace
+
+HOST_PLANE = "/host:CPU"
+
+
+@dataclass
+class Span:
+    name: str
+    category: str             # "step", "function", "scope", "op", "eager"
+    start_ns: int             # perf_counter_ns
+    end_ns: int
+    thread_id: int
+    args: Dict[str, Any] = field(default_factory=dict)
+    display: str = ""
+
+
+def _scope_spans(events: List[OpEvent], thread_id: int) -> List[Span]:
+    """One span per maximal run of consecutive ops under the same name scope, per depth."""
+    spans: List[Span] = []
+    depth = 0
+    while True:
+        current: Optional[str] = None
+        first = last = None
+        found_any = False
+        for e in events + [None]:  # sentinel flushes the last run
+            parts = e.name.split("/") if e is not None else []
+            scope = "/".join(parts[:depth + 1]) if len(parts) > depth + 1 else None
+            if scope is not None:
+                found_any = True
+            if scope != current:
+                if current is not None:
+                    spans.append(Span(current, "scope", first.start_ns, last.end_ns, thread_id,
+                                      {"name_scope": current}, current.split("/")[-1]))
+                current, first = scope, e
+            last = e
+        if not found_any:
+            return spans
+        depth += 1
+
+
+def spans(capture: Capture) -> List[Span]:
+    out: List[Span] = []
+    for r in capture.regions:
+        args = dict(r.args)
+        if r.step_num is not None:
+            args["step_num"] = r.step_num
+        out.append(Span(r.name, "step", r.start_ns, r.end_ns, r.thread_id, args))
+    for run in capture.runs:
+        out.append(Span(run.concrete.name, "function", run.start_ns, run.end_ns, run.thread_id,
+                        {"function": run.concrete.function._qualname}))
+        out.extend(_scope_spans(run.events, run.thread_id))
+        for e in run.events:
+            out.append(_op_span(e, "op"))
+    for e in capture.eager:
+        out.append(_op_span(e, "eager"))
+    return sorted(out, key=lambda s: (s.thread_id, s.start_ns, -(s.end_ns - s.start_ns)))
+
+
+def _op_span(e: OpEvent, category: str) -> Span:
+    args: Dict[str, Any] = {"tf_op": f"{e.name}:{e.op_type}", "long_name": e.name, "op_type": e.op_type,
+                            "bytes": e.bytes}
+    if e.outputs:
+        args["outputs"] = ", ".join(f"{d}{list(s)}" for d, s, _ in e.outputs)
+    if e.function:
+        args["function"] = e.function
+    return Span(f"{e.name}:{e.op_type}", category, e.start_ns, e.end_ns, e.thread_id, args, e.name)
+
+
+def _step_of(span: Span, steps: List[Span]) -> Optional[int]:
+    for step in steps:
+        if step.thread_id == span.thread_id and step.start_ns <= span.start_ns <= step.end_ns:
+            return step.args.get("step_num")
+    return None
+
+
+def build_xspace(capture: Capture, host: str) -> Any:
+    all_spans = spans(capture)
+    builder = PlaneBuilder(1, HOST_PLANE)
+    steps = [s for s in all_spans if s.category == "step"]
+    threads = sorted({s.thread_id for s in all_spans})
+    origin = min((s.start_ns for s in all_spans), default=capture.started_ns)
+    lines = {}
+    for i, tid in enumerate(threads):
+        lines[tid] = builder.line(i + 1, capture.thread_names.get(tid, f"thread {tid}"), capture.wall_ns(origin))
+    for span in all_spans:
+        meta = builder.event_metadata(span.name, span.display or span.name)
+        event = lines[span.thread_id].events.add(metadata_id=meta, offset_ps=(span.start_ns - origin) * 1000,
+                                                 duration_ps=max(0, span.end_ns - span.start_ns) * 1000)
+        stats = dict(span.args)
+        step = _step_of(span, steps)
+        if step is not None and span.category != "step":
+            stats["group_id"] = step
+        if span.category == "step":
+            stats["_r"] = 1
+        event.stats.extend(builder.stat(k, v) for k, v in stats.items())
+    for line in lines.values():
+        if line.events:
+            last = max(e.offset_ps + e.duration_ps for e in line.events)
+            line.duration_ps = last
+    space = XSpace(hostnames=[host])
+    space.planes.append(builder.plane)
+    return space
+
+
+def chrome_trace(capture: Capture) -> Dict[str, Any]:
+    """Chrome trace-event JSON (µs timestamps): Perfetto and chrome://tracing open it."""
+    all_spans = spans(capture)
+    tids = {tid: i + 1 for i, tid in enumerate(sorted({s.thread_id for s in all_spans}))}
+    events: List[Dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
+                                     "args": {"name": f"jitflow {HOST_PLANE}"}}]
+    for tid, index in tids.items():
+        events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": index,
+                       "args": {"name": capture.thread_names.get(tid, f"thread {tid}")}})
+    for span in all_spans:
+        events.append({"name": span.display or span.name, "cat": span.category, "ph": "X",
+                       "ts": capture.wall_ns(span.start_ns) / 1000.0,
+                       "dur": max(0, span.end_ns - span.start_ns) / 1000.0,
+                       "pid": 1, "tid": tids[span.thread_id], "args": span.args})
+    return {"traceEvents": events, "displayTimeUnit": "ns"}
+
+
+def run_dir_name(when: Optional[datetime.datetime] = None) -> str:
+    return (when or datetime.datetime.now()).strftime("%Y_%m_%d_%H_%M_%S")
+
+
+def write(capture: Capture, logdir: str, host: Optional[str] = None) -> str:
+    """Write both profile files under `logdir`; returns the run directory."""
+    if not isinstance(logdir, (str, os.PathLike)) or not str(logdir):
+        raise TypeError(f"profiler_outdir: expected a directory path; got {logdir!r}")
+    host = host or socket.gethostname()
+    run_dir = os.path.join(os.fspath(logdir), "plugins", "profile", run_dir_name())
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        with open(os.path.join(run_dir, f"{host}.xplane.pb"), "wb") as f:
+            f.write(build_xspace(capture, host).SerializeToString())
+        with gzip.open(os.path.join(run_dir, f"{host}.trace.json.gz"), "wt", encoding="utf-8") as f:
+            json.dump(chrome_trace(capture), f)
+    except OSError as e:
+        raise OSError(f"profiler_outdir: cannot write the profile under {os.fspath(logdir)!r} ({e.strerror or e}); "
+                      "pass a writable directory") from e
+    return run_dir
