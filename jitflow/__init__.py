@@ -29,6 +29,8 @@ from jitflow.runtime.ops.math_ops import (abs, add, argmax, argmin, cos, divide,
                                           reduce_std, reduce_sum, reduce_variance, sigmoid, sign,
                                           sin, sqrt, square, subtract, tanh, truediv)
 
+from jitflow.runtime.ops.array_ops import stop_gradient  # noqa: F401
+
 __version__ = "0.1.0"
 
 

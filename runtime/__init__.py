@@ -22,6 +22,8 @@ from .ops import operators as _operators  # installs Python operators on Tensor/
 from .function import ConcreteFunction, Function, RetraceWarning, function
 from .module import Module
 from .control_flow import cond, while_loop
+from .autodiff import GradientTape
+from . import gradients as _gradients  # registers every op's gradient
 from . import autograph, autograph_ops
 
 __all__ = [name for name in dir() if not name.startswith("_")]

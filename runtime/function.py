@@ -24,13 +24,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import autograph, autograph_ops, context, instrument
+from . import autodiff, autograph, autograph_ops, context, instrument
 from . import trace_records as _records
 from . import variables as _variables
 from .errors import InputSignatureError
 from .executor import Plan
 from .graph import Graph
 from .ops.constant_op import TensorConvertible, convert_to_tensor, to_numpy
+from .ops import registry
 from .ops.registry import _wrap, apply, register
 from .shapes import format_dims, is_compatible
 from .tensor import EagerTensor, SymbolicTensor, Tensor, TensorSpec
@@ -230,6 +231,12 @@ class ConcreteFunction:
         return leaves
 
     def _call_flat(self, leaves: Sequence[Any]) -> Any:
+        if registry.tape_active and autodiff._state.tapes:
+            # Under a GradientTape, run the graph op by op so the tape sees every op.
+            inputs = [leaf if isinstance(leaf, Tensor) else convert_to_tensor(leaf) for leaf in leaves]
+            outs = inline_graph(self.graph, self.inputs + [ph for _, ph in self._captures],
+                                inputs + self._captured_values, self.outputs)
+            return self._pack_symbolic(self._template, outs)
         if context._state.graph is not None:
             return self._call_in_graph(leaves)
         self.calls += 1
@@ -748,6 +755,57 @@ def _most_common_change(function_id: int) -> Optional[str]:
     kind = {"value": "Python value changes", "shape": "shape changes", "dtype": "dtype changes",
             "object": "new object each call", "type": "type changes", "structure": "structure changes"}
     return f"{group[0]} ({kind.get(group[1], group[1])}, {n}x; latest: {example[group]})"
+
+
+# -- inlining (how gradients flow through function calls and control flow) ----------------
+def inline_graph(graph: Graph, feeds: Sequence[SymbolicTensor], values: Sequence[Any],
+                 outputs: Sequence[SymbolicTensor]) -> List[Any]:
+    """Replay `graph`'s nodes through `apply` on `values` (eagerly or into the current graph).
+
+    Conditionals and loops whose predicates are concrete are unrolled into their branch
+    and body graphs, so every primitive op is visible to gradient tapes.
+    """
+    from .ops.constant_op import constant
+    env: Dict[Tuple[int, int], Any] = {}
+    for ph, value in zip(feeds, values):
+        env[(id(ph.node), 0)] = value
+    for node in graph.nodes:
+        op = node.op.tf_op
+        if op == "Placeholder":
+            continue
+        args = [env[(id(t.node), t.index)] for t in node.inputs]
+        if op == "Const":
+            outs = [constant(node.attrs["value"], node.attrs["dtype"])]
+        elif op == "If" and isinstance(args[0], EagerTensor):
+            n_then = node.attrs["n_then"]
+            branch, caps = ((node.attrs["then_branch"], args[1:1 + n_then]) if bool(args[0])
+                            else (node.attrs["else_branch"], args[1 + n_then:]))
+            outs = inline_graph(branch.graph, [ph for _, ph in branch.captures], caps, branch.outputs)
+        elif op == "While" and all(isinstance(a, EagerTensor) for a in args[:node.attrs["n_vars"]]):
+            outs = _inline_while(node, args)
+        else:
+            outs = apply(op, args, node.attrs)
+        for i, value in enumerate(outs):
+            env[(id(node), i)] = value
+    return [env[(id(t.node), t.index)] for t in outputs]
+
+
+def _inline_while(node: Any, args: List[Any]) -> List[Any]:
+    n_vars, n_cond = node.attrs["n_vars"], node.attrs["n_cond"]
+    cond, body = node.attrs["cond"], node.attrs["body"]
+    values = list(args[:n_vars])
+    cond_caps, body_caps = args[n_vars:n_vars + n_cond], args[n_vars + n_cond:]
+    limit = node.attrs["maximum_iterations"]
+    i = 0
+    while limit is None or i < limit:
+        (go,) = inline_graph(cond.graph, cond.inputs + [ph for _, ph in cond.captures],
+                             values + list(cond_caps), cond.outputs)
+        if not bool(go):
+            break
+        values = inline_graph(body.graph, body.inputs + [ph for _, ph in body.captures],
+                              values + list(body_caps), body.outputs)
+        i += 1
+    return values
 
 
 # -- the call op (a function called from a function) ----------------------------------------

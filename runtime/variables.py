@@ -16,6 +16,7 @@ from . import context
 from . import dtypes as _dt
 from .errors import FailedPreconditionError, InvalidArgumentError
 from .ops.constant_op import TensorConvertible, convert_to_tensor, to_numpy
+from .ops import registry
 from .ops.registry import apply, register
 from .shapes import TensorShape, format_dims, is_compatible
 from .tensor import EagerTensor, SymbolicTensor, Tensor, numpy_text, readonly_array
@@ -213,7 +214,7 @@ class Variable(TensorConvertible):
         return value[()] if value.ndim == 0 else value.copy()
 
     def read_value(self) -> Tensor:
-        if context._state.graph is None:
+        if context._state.graph is None and not registry.tape_active:
             return EagerTensor(_read_kernel(self, self._dtype), self._dtype)
         return apply("ReadVariableOp", [self], {"dtype": self._dtype, "_shape": self._shape},
                      name="ReadVariableOp")[0]

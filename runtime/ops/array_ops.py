@@ -328,7 +328,7 @@ def _slice_infer(specs, attrs):
     return [(tuple(out), dtype)]
 
 
-def _slice_kernel(x, *dynamic, index):
+def _slice_kernel(x, *dynamic, index, _key_only=False):
     key = []
     dyn = iter(dynamic)
     for kind, *args in index:
@@ -342,6 +342,8 @@ def _slice_kernel(x, *dynamic, index):
             key.append(None)
         else:
             key.append(Ellipsis)
+    if _key_only:
+        return tuple(key)
     return np.asarray(x)[tuple(key)]
 
 
@@ -463,8 +465,19 @@ def ones(shape, dtype=_dt.float32, name=None):
     return fill(shape, constant(1, dtype), name=name or "ones")
 
 
-register("ZerosLike", same_as_input, public_name="zeros_like", cpu=lambda x: np.zeros_like(x))
-register("OnesLike", same_as_input, public_name="ones_like", cpu=lambda x: np.ones_like(x))
+def _zeros_like_kernel(x):
+    if x.dtype == object:  # strings: TF's zero is b"" (np.zeros_like would give int 0s)
+        return np.full(x.shape, b"", dtype=object)
+    return np.zeros_like(x)
+
+
+def _ones_like_infer(specs, attrs):
+    check_kind(specs[0][1], "fib", "input")  # TF has no "one" string
+    return [specs[0]]
+
+
+register("ZerosLike", same_as_input, public_name="zeros_like", cpu=_zeros_like_kernel)
+register("OnesLike", _ones_like_infer, public_name="ones_like", cpu=lambda x: np.ones_like(x))
 
 
 def zeros_like(input, dtype=None, name=None):  # noqa: A002
@@ -550,3 +563,24 @@ def where(condition, x=None, y=None, name=None):
     from .math_ops import binary_operands
     x, y = binary_operands(x, y)
     return apply("SelectV2", [convert_to_tensor(condition), x, y], name=name)[0]
+
+
+# -- gradient of slicing ---------------------------------------------------------------
+def _slice_grad_infer(specs, attrs):
+    return [specs[0]]
+
+
+def _slice_grad_kernel(x, g, *dynamic, index):
+    out = np.zeros(np.shape(x), dtype=np.asarray(g).dtype)
+    key = _slice_kernel(out, *dynamic, index=index, _key_only=True)
+    out[key] = g
+    return out
+
+
+register("StridedSliceGrad", _slice_grad_infer, cpu=_slice_grad_kernel, public_name="strided_slice_grad",
+         default_name="StridedSliceGrad")
+
+
+def apply_slice_grad(x, g, index, dynamic):
+    """Zeros shaped like `x` with `g` written where `x[index]` was read."""
+    return apply("StridedSliceGrad", [x, g] + list(dynamic), {"index": index})[0]

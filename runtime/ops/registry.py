@@ -46,6 +46,9 @@ class OpDef:
 
 
 OPS: Dict[str, OpDef] = {}
+# Set by `autodiff` while any GradientTape records: apply() reports each op to it.
+tape_active = False
+tape_hook: Optional[Callable[..., None]] = None
 KERNELS: Dict[str, Dict[str, Kernel]] = {"reference": {}, "cpu": {}}
 
 
@@ -88,8 +91,12 @@ def apply(tf_op: str, inputs: Sequence[Any], attrs: Dict[str, Any] = EMPTY_ATTRS
     op = OPS[tf_op]
     graph = context._state.graph
     if graph is None:
-        return _run_eager(op, inputs, attrs)
-    return _add_to_graph(graph, op, inputs, attrs, name)
+        outputs = _run_eager(op, inputs, attrs)
+    else:
+        outputs = _add_to_graph(graph, op, inputs, attrs, name)
+    if tape_active:
+        tape_hook(tf_op, inputs, outputs, attrs)
+    return outputs
 
 
 def _infer(op: OpDef, specs: List[Spec], attrs: Dict[str, Any]) -> List[Spec]:
