@@ -1,1 +1,38 @@
-print("jitflow")
+"""When does a jf.function trace again? (seed 002/004, with tf. → jf.)
+
+Run: python examples/retracing.py
+Every trace is recorded with its reason; the last lines print them.
+"""
+import numpy as np
+
+import jitflow as jf
+
+
+@jf.function
+def f(x):
+    print("The function is running in Python")  # only while tracing
+    jf.print(x)                                  # every call
+
+
+def main() -> None:
+    print("-- tensors and numpy arrays: keyed by dtype and shape")
+    f(jf.constant(1, dtype=jf.int32))
+    f(jf.constant(2, dtype=jf.int32))
+    f(np.array(2, dtype=np.int32))
+    f(jf.constant(0.1, dtype=jf.float32))
+    f(jf.constant(0.2, dtype=jf.float32))
+
+    print("-- Python numbers: keyed by value")
+    for value in (1, 2, 1, 0.1, 0.2, 0.1):
+        f(value)
+
+    print(f"-- {f.tracing_count} traces; why each happened:")
+    for record in jf.trace_records.records():
+        if record.function == "f":
+            print(f"  #{record.trace_number}: {record.reason}")
+            if record.advice:
+                print(f"      advice: {record.advice}")
+
+
+if __name__ == "__main__":
+    main()

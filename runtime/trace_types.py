@@ -149,7 +149,7 @@ class ArgChange:
 def describe(key: Any) -> str:
     tag = key[0]
     if tag == TENSOR:
-        return f"tensor {key[1].name}{format_dims(key[2])}"
+        return f"{key[1].name} tensor of shape {format_dims(key[2])}"
     if tag == PRIM:
         return f"Python {key[1].__name__} {key[2]!r}"
     if tag == OBJECT:
