@@ -56,3 +56,6 @@ autograph = _namespace("autograph", "AutoGraph: Python control flow to graph ops
                        to_code=_autograph.to_code, do_not_convert=_autograph_ops.do_not_convert)
 random = _namespace("random", "Random tensors with TF's seeding rules.", normal=_r.normal,
                     uniform=_r.uniform, set_seed=_r.set_seed)
+
+# TF spells the boolean dtype `tf.bool`; set it last so this module never shadows the builtin.
+globals()["bool"] = bool_  # noqa: F405

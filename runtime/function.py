@@ -121,7 +121,8 @@ def _feed_value(leaf: Any) -> Any:
     if leaf.__class__ is EagerTensor:
         return leaf._value
     if isinstance(leaf, np.ndarray):
-        return leaf if leaf.dtype.kind not in "US" else to_numpy(leaf)
+        # Copy, as TF converts numpy arguments to tensors: outputs must not alias the caller's array.
+        return leaf.copy() if leaf.dtype.kind not in "US" else to_numpy(leaf)
     if isinstance(leaf, np.generic):
         return np.asarray(leaf)
     if isinstance(leaf, SymbolicTensor):
@@ -210,22 +211,22 @@ class ConcreteFunction:
                          if _has_tensors(sub)]
         expected = ", ".join(name for name, _ in tensor_params) or "no arguments"
         if len(args) > len(tensor_params):
-            raise TypeError(f"{self.function._name}: this concrete function takes {len(tensor_params)} "
+            raise InputSignatureError(f"{self.function._name}: this concrete function takes {len(tensor_params)} "
                             f"tensor argument(s) ({expected}) but {len(args)} positional were given")
         given: Dict[str, Any] = {}
         for (name, _), value in zip(tensor_params, args):
             given[name] = value
         for name, value in kwargs.items():
             if name in given:
-                raise TypeError(f"{self.function._name}: got multiple values for argument {name!r}")
+                raise InputSignatureError(f"{self.function._name}: got multiple values for argument {name!r}")
             if name not in dict(tensor_params):
-                raise TypeError(f"{self.function._name}: unexpected keyword argument {name!r}; this "
+                raise InputSignatureError(f"{self.function._name}: unexpected keyword argument {name!r}; this "
                                 f"concrete function takes {expected}")
             given[name] = value
         leaves: List[Any] = []
         for name, sub in tensor_params:
             if name not in given:
-                raise TypeError(f"{self.function._name}: missing tensor argument {name!r} "
+                raise InputSignatureError(f"{self.function._name}: missing tensor argument {name!r} "
                                 f"(this concrete function takes {expected})")
             _match_structure(sub, given[name], f"argument {name!r}", self.function._name, leaves)
         return leaves

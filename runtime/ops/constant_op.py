@@ -63,6 +63,8 @@ def _infer_numpy(value: Any) -> np.ndarray:
     """`value` as a numpy array with TF's default dtypes for Python values."""
     if isinstance(value, np.ndarray):
         arr = value
+    elif isinstance(value, np.generic):  # before float: np.float64 is a Python float too
+        arr = np.asarray(value)
     elif isinstance(value, bool):
         return np.array(value)
     elif isinstance(value, int):

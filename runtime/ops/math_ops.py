@@ -476,8 +476,9 @@ def _matmul_kernel(a, b, transpose_a, transpose_b):
             K.matmul_int_3d(a[None], b[None], out[None])
     else:
         batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        a3 = np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-2:])).reshape((-1,) + a.shape[-2:])
-        b3 = np.ascontiguousarray(np.broadcast_to(b, batch + b.shape[-2:])).reshape((-1,) + b.shape[-2:])
+        n = int(np.prod(batch, dtype=np.int64))  # not -1: reshape cannot infer it when k == 0
+        a3 = np.ascontiguousarray(np.broadcast_to(a, batch + a.shape[-2:])).reshape((n,) + a.shape[-2:])
+        b3 = np.ascontiguousarray(np.broadcast_to(b, batch + b.shape[-2:])).reshape((n,) + b.shape[-2:])
         out = np.empty((a3.shape[0], a3.shape[1], b3.shape[2]), a.dtype)
         if out.size:
             (K.matmul_float_3d if a.dtype.kind == "f" else K.matmul_int_3d)(a3, b3, out)

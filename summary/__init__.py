@@ -1,0 +1,54 @@
+"""TensorBoard summaries: TF2-style functions and a PyTorch-style SummaryWriter.
+
+Example:
+    >>> import tempfile, jitflow.summary as s
+    >>> logdir = tempfile.mkdtemp()
+    >>> w = s.create_file_writer(logdir)
+    >>> with w.as_default():
+    ...     for step in range(3):
+    ...         s.experimental.set_step(step)
+    ...         _ = s.scalar("loss", 1.0 / (step + 1))
+    >>> w.close()
+    >>> with s.SummaryWriter(logdir + "/torch") as tw:
+    ...     tw.add_scalar("loss", 0.5, global_step=0)
+
+Modules: `record_writer` (TFRecord framing, CRC-32C), `event_file` (file naming,
+header, background writer thread), `protos` (proto builders), `wire` (hand-encoded
+scalar events), `writer` (TF2-style API), `torch_writer` (PyTorch-style API).
+"""
+
+from jitflow.summary import experimental
+from jitflow.summary.torch_writer import SummaryWriter
+from jitflow.summary.writer import (
+    NoopSummaryWriter,
+    SummaryFileWriter,
+    create_file_writer,
+    create_noop_writer,
+    flush,
+    graph,
+    histogram,
+    image,
+    record_if,
+    scalar,
+    should_record_summaries,
+    text,
+    write,
+)
+
+__all__ = [
+    "SummaryWriter",
+    "SummaryFileWriter",
+    "NoopSummaryWriter",
+    "create_file_writer",
+    "create_noop_writer",
+    "scalar",
+    "histogram",
+    "text",
+    "image",
+    "graph",
+    "write",
+    "flush",
+    "record_if",
+    "should_record_summaries",
+    "experimental",
+]

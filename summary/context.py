@@ -1,0 +1,112 @@
+"""Which writer, step and recording condition a summary call uses.
+
+Like TF2, `with writer.as_default(step=...)`, `record_if(...)` and `set_step`
+inside such a block act on the calling thread only. Unlike TF2,
+`writer.set_as_default()` and `set_step` outside any `as_default` block set a
+process-wide default, so worker threads that never entered a block still find
+the writer and step the main thread configured. A thread's own setting wins
+over the process-wide one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Callable, Iterator, Union
+
+_UNSET: Any = object()  # "this thread has no step of its own"
+
+Condition = Union[bool, Callable[[], Any], Any]
+
+
+class _ThreadState(threading.local):
+    # Class attributes are the per-thread defaults (read before any write).
+    writer: Any = None  # innermost `as_default` writer of this thread
+    step: Any = _UNSET  # this thread's step, or _UNSET to use the global one
+    record: Condition = True  # innermost record_if condition
+
+
+tls = _ThreadState()
+# Process-wide defaults, set by `set_as_default` / `set_step` outside a block.
+# Assignments of module globals are atomic, so no lock is needed.
+global_writer: Any = None
+global_step: Any = None
+
+
+def default_writer() -> Any:
+    """The writer a summary call in this thread would use, or None."""
+    w = tls.writer
+    return w if w is not None else global_writer
+
+
+def set_global_writer(writer: Any, step: Any = None) -> None:
+    global global_writer, global_step
+    global_writer = writer
+    if step is not None:
+        global_step = step
+
+
+@contextlib.contextmanager
+def writer_scope(writer: Any, step: Any = None) -> Iterator[None]:
+    """Make `writer` (and `step`, when given) this thread's default inside."""
+    old_writer, old_step = tls.writer, tls.step
+    tls.writer = writer
+    if step is not None:
+        tls.step = step
+    try:
+        yield
+    finally:
+        tls.writer, tls.step = old_writer, old_step
+
+
+def get_step() -> Any:
+    """The default step: this thread's, else the process-wide one, else None."""
+    s = tls.step
+    return global_step if s is _UNSET else s
+
+
+def set_step(step: Any) -> None:
+    """Set the default step; thread-local inside an `as_default` block (restored
+    when the block exits, as in TF), process-wide outside one."""
+    global global_step
+    if tls.writer is not None or tls.step is not _UNSET:
+        tls.step = step
+    else:
+        global_step = step
+
+
+def evaluate(condition: Condition) -> bool:
+    """A record_if condition: a bool, something with __bool__ (a scalar tensor),
+    or a zero-argument callable evaluated at each summary call."""
+    if callable(condition):
+        condition = condition()
+    try:
+        return bool(condition)
+    except (TypeError, ValueError) as e:
+        raise TypeError("record_if condition must be a bool, a scalar tensor or a "
+                        f"zero-argument callable returning one; got {condition!r}") from e
+
+
+def recording() -> bool:
+    """Whether this thread's record_if condition currently holds."""
+    c = tls.record
+    return True if c is True else evaluate(c)
+
+
+@contextlib.contextmanager
+def record_if(condition: Condition) -> Iterator[None]:
+    """Record summaries inside the block only while `condition` holds (thread-local).
+
+    Example:
+        >>> import jitflow.summary as s
+        >>> with s.record_if(lambda: s.experimental.get_step() % 100 == 0):
+        ...     pass  # summary calls here write only every 100th step
+    """
+    if not (isinstance(condition, bool) or callable(condition) or hasattr(condition, "__bool__")):
+        raise TypeError(f"record_if expects a bool or a zero-argument callable, got {condition!r}")
+    old = tls.record
+    tls.record = condition
+    try:
+        yield
+    finally:
+        tls.record = old

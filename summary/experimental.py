@@ -1,0 +1,36 @@
+"""`jitflow.summary.experimental`: the default step, as in `tf.summary.experimental`.
+
+Example:
+    >>> import jitflow.summary as s
+    >>> s.experimental.set_step(5)
+    >>> s.experimental.get_step()
+    5
+    >>> s.experimental.set_step(None)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jitflow.summary import context
+from jitflow.summary.values import as_step
+
+
+def set_step(step: Any) -> None:
+    """Set the default step for summary calls (None clears it).
+
+    `step` may be an int or something read at each call, like a jitflow
+    variable; it is checked now. Inside `writer.as_default()` it applies to this
+    thread until the block ends; elsewhere to every thread without its own.
+    """
+    if step is not None:
+        as_step(step)
+    context.set_step(step)
+
+
+def get_step() -> Any:
+    """The default step (this thread's, else the process-wide one), or None."""
+    return context.get_step()
+
+
+__all__ = ["set_step", "get_step"]

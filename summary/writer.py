@@ -1,0 +1,408 @@
+"""TF2-style summary API: `create_file_writer`, `as_default`, `scalar`, ...
+
+The front end only validates and delegates: `protos` builds messages, `wire`
+hand-encodes the scalar hot path, `event_file` writes. Which writer and step a
+call uses is decided in `context` (thread-local blocks, process-wide defaults).
+
+Example:
+    >>> import tempfile, jitflow.summary as s
+    >>> w = s.create_file_writer(tempfile.mkdtemp())
+    >>> with w.as_default(step=0):
+    ...     s.scalar("loss", 0.25)
+    True
+    >>> s.scalar("loss", 0.25, step=1)  # no default writer outside the block
+    False
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from time import time as _now
+from typing import Any, Iterator
+
+from google.protobuf.message import DecodeError
+from tensorboard.compat.proto import summary_pb2
+
+from jitflow.summary import bucketing, context, imaging, protos, wire
+from jitflow.summary.event_file import EventFileWriter
+from jitflow.summary.graphs import _graph_def_of
+from jitflow.summary.png import encode_png
+from jitflow.summary.values import as_float, as_numpy, as_step, as_strings, clean_tag, describe
+
+_tls = context.tls
+_UNSET = context._UNSET
+_fast_scalar_event = wire.fast_scalar_event
+
+# name -> wire.scalar_entry(...), and (name, description) -> the same for
+# described scalars; bounded so that per-step tag names cannot grow them forever.
+_scalar_entries: dict[Any, tuple] = {}
+_described_entries: dict[Any, tuple] = {}
+_CACHE_LIMIT = 10000
+
+
+def _new_scalar_entry(name: Any, description: Any) -> tuple:
+    tag = clean_tag(name)
+    _check_description(description)
+    md = protos.plugin_metadata(protos.SCALARS, description).SerializeToString()
+    entry = wire.scalar_entry(wire.scalar_parts(tag, md))
+    cache, key = (_scalar_entries, name) if description is None else (_described_entries, (name, description))
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = entry
+    return entry
+
+
+def _no_step_error() -> ValueError:
+    return ValueError("step: no step given and no default step set; pass step=... or call "
+                      "jitflow.summary.experimental.set_step(step) (or as_default(step=...))")
+
+
+def _check_description(description: Any) -> None:
+    if description is not None and not isinstance(description, str):
+        raise TypeError(f"description: expected a str or None, got {describe(description)}")
+
+
+class SummaryFileWriter:
+    """Writes summaries to a new event file in `logdir`; made by `create_file_writer`.
+
+    Example:
+        >>> import tempfile, jitflow.summary as s
+        >>> w = s.create_file_writer(tempfile.mkdtemp())
+        >>> with w.as_default():
+        ...     s.scalar("acc", 0.9, step=3)
+        True
+        >>> w.close()
+    """
+
+    def __init__(self, logdir: str | os.PathLike, max_queue: int = 10, flush_millis: float = 120000,
+                 filename_suffix: str = ".v2", name: str | None = None) -> None:
+        if not isinstance(logdir, (str, os.PathLike)):
+            raise TypeError(f"logdir: expected a path (str or os.PathLike), got {describe(logdir)}")
+        logdir = os.fspath(logdir)
+        if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 0:
+            raise ValueError(f"max_queue: expected an int >= 0, got {describe(max_queue)}")
+        if (isinstance(flush_millis, bool) or not isinstance(flush_millis, (int, float))
+                or not flush_millis > 0):
+            raise ValueError(f"flush_millis: expected a number > 0, got {describe(flush_millis)}")
+        if not isinstance(filename_suffix, str):
+            raise TypeError(f"filename_suffix: expected a str, got {describe(filename_suffix)}")
+        self.name = name
+        self._args = (logdir, max_queue, flush_millis / 1000.0, filename_suffix)
+        self._open()
+
+    def _open(self) -> None:
+        self._events = EventFileWriter(*self._args)
+        self._add = self._events.add
+
+    def __repr__(self) -> str:
+        state = "closed" if self._events.closed else "open"
+        return f"<SummaryFileWriter {self._events.path!r} ({state})>"
+
+    @property
+    def logdir(self) -> str:
+        return self._args[0]
+
+    @property
+    def path(self) -> str:
+        """The event file this writer writes."""
+        return self._events.path
+
+    def _check_open(self) -> None:
+        if self._events.closed:
+            raise RuntimeError(f"summary writer {self._events.path!r} is already closed")
+
+    def as_default(self, step: Any = None) -> contextlib.AbstractContextManager:
+        """Make this the default writer (and `step` the default step) for summary
+        calls in this thread inside the block; flushes on normal exit, as TF does."""
+        self._check_open()
+        if step is not None:
+            as_step(step)  # fail now, not at the first summary call
+        return self._scope(step)
+
+    @contextlib.contextmanager
+    def _scope(self, step: Any) -> Iterator["SummaryFileWriter"]:
+        with context.writer_scope(self, step):
+            yield self
+            self.flush()
+
+    def set_as_default(self, step: Any = None) -> None:
+        """Make this the process-wide default writer (threads' own `as_default`
+        blocks still win), and `step`, when given, the process-wide step."""
+        self._check_open()
+        if step is not None:
+            as_step(step)
+        context.set_global_writer(self, step)
+
+    def init(self) -> None:
+        """Open the writer again after `close()` (a new event file); no-op if open."""
+        if self._events.closed:
+            self._open()
+
+    def flush(self) -> None:
+        """Block until everything written so far is in the event file."""
+        self._events.flush()
+
+    def close(self) -> None:
+        """Flush and close the event file. Writing afterwards raises RuntimeError."""
+        self._events.close()
+
+    # --- writing (called by the module functions) ----------------------------------------
+
+    def _scalar(self, name: Any, data: Any, step: Any, description: Any) -> bool:
+        # The hot path: a cache hit, two type checks and one struct.pack.
+        try:
+            entry = (_scalar_entries[name] if description is None
+                     else _described_entries[(name, description)])
+        except (KeyError, TypeError):
+            entry = _new_scalar_entry(name, description)
+        t = type(data)
+        if t is not float and t is not int:
+            data = as_float(data, "data")
+        if type(step) is not int or not 0 <= step < 2097152:
+            step = as_step(step)  # converts, or checks the int64 range
+        self._add(_fast_scalar_event(entry, data, step, _now()))
+        return True
+
+    def _write_event(self, event: Any) -> bool:
+        self._events.add_large(event.SerializeToString())
+        return True
+
+
+class NoopSummaryWriter:
+    """A writer that writes nothing (`create_noop_writer`). As in TF, entering
+    `as_default()` leaves the current default writer in place."""
+
+    def as_default(self, step: Any = None) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext(self)
+
+    def set_as_default(self, step: Any = None) -> None:
+        pass
+
+    def init(self) -> None:
+        pass
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def create_file_writer(logdir: str | os.PathLike | None, max_queue: int = 10,
+                       flush_millis: float = 120000, filename_suffix: str = ".v2",
+                       name: str | None = None) -> SummaryFileWriter | NoopSummaryWriter:
+    """A summary writer for `logdir` (created if missing; local path or fsspec URL).
+
+    At most `max_queue` summaries wait in memory before they go to the writer
+    thread; pending ones are written at least every `flush_millis`. As in TF,
+    `logdir=None` gives a no-op writer.
+
+    Example:
+        >>> import tempfile, jitflow.summary as s
+        >>> w = s.create_file_writer(tempfile.mkdtemp())
+        >>> w.set_as_default(step=0)
+        >>> s.scalar("loss", 1.0)
+        True
+        >>> w.close()
+    """
+    if logdir is None:
+        return NoopSummaryWriter()
+    return SummaryFileWriter(logdir, max_queue, flush_millis, filename_suffix, name)
+
+
+def create_noop_writer() -> NoopSummaryWriter:
+    """A writer that does nothing, for code that wants a writer object."""
+    return NoopSummaryWriter()
+
+
+# --- summary ops ------------------------------------------------------------------------
+
+def _resolve(step: Any, needs_step: bool = True) -> tuple[SummaryFileWriter, int] | None:
+    """(writer, step) for a summary call, or None when nothing should be written."""
+    w = context.default_writer()
+    if w is None or not context.recording():
+        return None
+    if not needs_step:
+        return w, 0
+    if step is None:
+        step = context.get_step()
+        if step is None:
+            raise _no_step_error()
+    return w, as_step(step)
+
+
+def scalar(name: str, data: Any, step: Any = None, description: str | None = None) -> bool:
+    """Write a scalar (rank-0 float32 tensor, `scalars` plugin) to the default writer.
+
+    Returns True when written, False when there is no default writer or
+    `record_if` is off. NaN and inf are written as they are.
+
+    Example:
+        >>> import tempfile, jitflow.summary as s
+        >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
+        ...     s.scalar("loss", 0.5, step=1)
+        True
+    """
+    tls = _tls
+    w = tls.writer
+    if w is None:
+        w = context.global_writer
+        if w is None:
+            return False
+    if tls.record is not True and not context.recording():
+        return False
+    if step is None:
+        step = tls.step
+        if step is _UNSET:
+            step = context.global_step
+        if step is None:
+            raise _no_step_error()
+    return w._scalar(name, data, step, description)
+
+
+def histogram(name: str, data: Any, step: Any = None, buckets: int | None = None,
+              description: str | None = None) -> bool:
+    """Write a histogram of `data`'s elements: `buckets` (default 30) equal-width
+    buckets as a k x 3 float64 tensor (left, right, count), `histograms` plugin.
+
+    Example:
+        >>> import numpy as np, tempfile, jitflow.summary as s
+        >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
+        ...     s.histogram("weights", np.random.randn(1000), step=0)
+        True
+    """
+    target = _resolve(step)
+    if target is None:
+        return False
+    w, step = target
+    tag = clean_tag(name)
+    _check_description(description)
+    if buckets is None:
+        buckets = bucketing.DEFAULT_BUCKET_COUNT
+    elif isinstance(buckets, bool) or not hasattr(buckets, "__index__"):
+        raise TypeError(f"buckets: expected an int, got {describe(buckets)}")
+    a = as_numpy(data, "data")
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"data: expected real numbers, got {describe(a)}")
+    table = bucketing.tf_buckets(a, int(buckets))
+    return w._write_event(protos.histogram_event(tag, table, step, _now(), description))
+
+
+def text(name: str, data: Any, step: Any = None, description: str | None = None) -> bool:
+    """Write text (a str, bytes, or an array of them; Markdown), `text` plugin.
+
+    Example:
+        >>> import tempfile, jitflow.summary as s
+        >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
+        ...     s.text("notes", "**lr** lowered", step=10)
+        True
+    """
+    target = _resolve(step)
+    if target is None:
+        return False
+    w, step = target
+    tag = clean_tag(name)
+    _check_description(description)
+    strings, shape = as_strings(data, "data")
+    return w._write_event(protos.text_event(tag, strings, shape, step, _now(), description))
+
+
+def image(name: str, data: Any, step: Any = None, max_outputs: int = 3,
+          description: str | None = None) -> bool:
+    """Write up to `max_outputs` images of a [k, height, width, channels] batch
+    (uint8, or float in [0, 1]; 1-4 channels) as PNGs, `images` plugin.
+
+    Example:
+        >>> import numpy as np, tempfile, jitflow.summary as s
+        >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
+        ...     s.image("samples", np.random.rand(2, 8, 8, 3), step=0)
+        True
+    """
+    target = _resolve(step)
+    if target is None:
+        return False
+    w, step = target
+    tag = clean_tag(name)
+    _check_description(description)
+    if isinstance(max_outputs, bool) or not hasattr(max_outputs, "__index__") or int(max_outputs) < 0:
+        raise ValueError(f"max_outputs: expected an int >= 0, got {describe(max_outputs)}")
+    images = imaging.tf_images(data, "data")
+    pngs = [encode_png(img) for img in images[:int(max_outputs)]]
+    return w._write_event(protos.image_event(tag, images.shape[2], images.shape[1], pngs,
+                                             step, _now(), description))
+
+
+def graph(graph_data: Any) -> bool:
+    """Write a run graph (TensorBoard's Graphs tab) to the default writer.
+
+    `graph_data` is a GraphDef proto or its serialized bytes (jitflow graphs
+    and concrete functions once the runtime lands). No step is needed.
+
+    Example:
+        >>> import tempfile, jitflow.summary as s
+        >>> from tensorboard.compat.proto import graph_pb2
+        >>> g = graph_pb2.GraphDef(); _ = g.node.add(name="x", op="Placeholder")
+        >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
+        ...     s.graph(g)
+        True
+    """
+    data = _graph_def_of(graph_data)
+    target = _resolve(None, needs_step=False)
+    if target is None:
+        return False
+    return target[0]._write_event(protos.graph_event(data, _now()))
+
+
+def write(tag: str, tensor: Any, step: Any = None, metadata: Any = None, name: str | None = None) -> bool:
+    """Write a raw tensor summary: `tensor` is an array-like (or a zero-argument
+    callable returning one, only called when recording); `metadata` is a
+    SummaryMetadata proto, its bytes, or None.
+
+    Example:
+        >>> import numpy as np, tempfile, jitflow.summary as s
+        >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
+        ...     s.write("raw", np.arange(3.0), step=0)
+        True
+    """
+    target = _resolve(step)
+    if target is None:
+        return False
+    w, step = target
+    tag = clean_tag(tag, "tag")
+    if metadata is None:
+        md = None
+    elif isinstance(metadata, summary_pb2.SummaryMetadata):
+        md = metadata
+    elif isinstance(metadata, (bytes, bytearray)):
+        try:
+            md = summary_pb2.SummaryMetadata.FromString(bytes(metadata))
+        except DecodeError as e:
+            raise ValueError(f"metadata: bytes do not parse as a SummaryMetadata proto ({e})") from None
+    else:
+        raise TypeError("metadata: expected a SummaryMetadata proto, bytes or None, "
+                        f"got {describe(metadata)}")
+    if callable(tensor):
+        tensor = tensor()
+    a = as_numpy(tensor, "tensor")
+    try:
+        tp = protos.any_tensor(a)
+    except Exception as e:
+        raise TypeError(f"tensor: cannot store {describe(a)} as a TensorProto ({e})") from None
+    return w._write_event(protos.summary_event(tag, tp, md, step, _now()))
+
+
+def flush(writer: Any = None) -> None:
+    """Flush `writer`, or the default writer (nothing if there is none)."""
+    w = writer if writer is not None else context.default_writer()
+    if w is not None:
+        w.flush()
+
+
+def should_record_summaries() -> bool:
+    """True when a summary call here would write: a default writer exists and
+    the `record_if` condition holds."""
+    return context.default_writer() is not None and context.recording()
+
+
+record_if = context.record_if
