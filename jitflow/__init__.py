@@ -31,6 +31,9 @@ from jitflow.runtime.ops.math_ops import (abs, add, argmax, argmin, cos, divide,
 
 from jitflow.runtime.ops.array_ops import stop_gradient  # noqa: F401
 
+from jitflow import summary  # noqa: E402,F401 - jf.summary
+from jitflow.tracer import profiler  # noqa: E402,F401 - jf.profiler
+
 __version__ = "0.1.0"
 
 

@@ -18,6 +18,8 @@ scalar events), `writer` (TF2-style API), `torch_writer` (PyTorch-style API).
 """
 
 from jitflow.summary import experimental
+from jitflow.summary import trace_records as _trace_records  # writes every trace record
+from jitflow.summary.trace import trace_export, trace_off, trace_on
 from jitflow.summary.torch_writer import SummaryWriter
 from jitflow.summary.writer import (
     NoopSummaryWriter,
@@ -51,4 +53,7 @@ __all__ = [
     "record_if",
     "should_record_summaries",
     "experimental",
+    "trace_on",
+    "trace_export",
+    "trace_off",
 ]

@@ -24,7 +24,8 @@ from typing import Any, Iterator
 from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import summary_pb2
 
-from jitflow.summary import bucketing, context, imaging, protos, wire
+from jitflow.runtime.context import _state as _rt_state
+from jitflow.summary import bucketing, context, imaging, in_graph, protos, wire
 from jitflow.summary.event_file import EventFileWriter
 from jitflow.summary.graphs import _graph_def_of
 from jitflow.summary.png import encode_png
@@ -51,6 +52,12 @@ def _new_scalar_entry(name: Any, description: Any) -> tuple:
         cache.clear()
     cache[key] = entry
     return entry
+
+
+def _scoped(name: Any) -> Any:
+    """TF2 prefixes summary tags with the active name scope (`train/loss`)."""
+    scope = _rt_state.graph.scope if _rt_state.graph is not None else _rt_state.eager_scope
+    return scope + name if scope and isinstance(name, str) else name
 
 
 def _no_step_error() -> ValueError:
@@ -244,6 +251,10 @@ def scalar(name: str, data: Any, step: Any = None, description: str | None = Non
         ...     s.scalar("loss", 0.5, step=1)
         True
     """
+    if _rt_state.graph is not None:
+        return in_graph.summary_op("scalar", _scoped(name), data, step, description=description)
+    if _rt_state.eager_scope:
+        name = _scoped(name)
     tls = _tls
     w = tls.writer
     if w is None:
@@ -272,6 +283,10 @@ def histogram(name: str, data: Any, step: Any = None, buckets: int | None = None
         ...     s.histogram("weights", np.random.randn(1000), step=0)
         True
     """
+    if _rt_state.graph is not None:
+        return in_graph.summary_op("histogram", _scoped(name), data, step, buckets=buckets, description=description)
+    if _rt_state.eager_scope:
+        name = _scoped(name)
     target = _resolve(step)
     if target is None:
         return False
@@ -298,6 +313,10 @@ def text(name: str, data: Any, step: Any = None, description: str | None = None)
         ...     s.text("notes", "**lr** lowered", step=10)
         True
     """
+    if _rt_state.graph is not None:
+        return in_graph.summary_op("text", _scoped(name), data, step, description=description)
+    if _rt_state.eager_scope:
+        name = _scoped(name)
     target = _resolve(step)
     if target is None:
         return False
@@ -319,6 +338,10 @@ def image(name: str, data: Any, step: Any = None, max_outputs: int = 3,
         ...     s.image("samples", np.random.rand(2, 8, 8, 3), step=0)
         True
     """
+    if _rt_state.graph is not None:
+        return in_graph.summary_op("image", _scoped(name), data, step, max_outputs=max_outputs, description=description)
+    if _rt_state.eager_scope:
+        name = _scoped(name)
     target = _resolve(step)
     if target is None:
         return False

@@ -1,0 +1,96 @@
+"""`trace_on` / `trace_export` / `trace_off`: graphs, per-op timing and profiles to a logdir.
+
+Accepts `profiler_outdir` in either call: the seeds pass it to `trace_export` (TF 2.0),
+current TensorFlow to `trace_on`. Unlike TF 2.x, the exported `RunMetadata` carries step
+stats, so TensorBoard's graph view can colour nodes by compute time and memory.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from time import time as _now
+from typing import Any, Optional
+
+from tensorboard.compat.proto import summary_pb2
+
+from jitflow.summary import context, protos
+from jitflow.summary.values import as_step, clean_tag
+from jitflow.tracer import capture as _capture
+from jitflow.tracer import profile as _profile
+from jitflow.tracer import run_metadata as _run_metadata
+
+RUN_METADATA_PLUGIN = "graph_run_metadata"   # graph + step stats (TensorBoard Graphs)
+GRAPH_ONLY_PLUGIN = "graph_run_metadata_graph"
+
+_options = {"graph": True, "profiler": False, "profiler_outdir": None}
+
+
+def trace_on(graph: bool = True, profiler: bool = False, profiler_outdir: Optional[str] = None) -> None:
+    """Start recording the graphs and per-op timing of everything that runs.
+
+    Example:
+        >>> import tempfile, jitflow as jf
+        >>> w = jf.summary.create_file_writer(tempfile.mkdtemp())
+        >>> jf.summary.trace_on(graph=True, profiler=False)
+        >>> _ = jf.function(lambda x: x * 2)(jf.constant(1.0))
+        >>> with w.as_default():
+        ...     jf.summary.trace_export("double", step=0)
+        True
+    """
+    if _capture.active() is not None:
+        warnings.warn("trace_on: a trace is already being recorded; it continues (call trace_export or "
+                      "trace_off to end it)", stacklevel=2)
+    else:
+        _capture.start()
+    _options.update(graph=bool(graph), profiler=bool(profiler),
+                    profiler_outdir=os.fspath(profiler_outdir) if profiler_outdir is not None else None)
+
+
+def trace_off() -> None:
+    """Stop recording and discard what was recorded."""
+    _capture.stop()
+
+
+def trace_export(name: str, step: Any = None, profiler_outdir: Optional[str] = None) -> bool:
+    """Write what was recorded since `trace_on` and stop recording.
+
+    To the default writer: a `graph_run_metadata` summary named `name` (a RunMetadata
+    with every function graph that ran and per-node step stats). With `profiler=True`
+    also `<profiler_outdir>/plugins/profile/<timestamp>/<host>.xplane.pb` and
+    `<host>.trace.json.gz` (default outdir: the writer's logdir). Returns True when
+    the summary was written.
+    """
+    captured = _capture.active()
+    if captured is None:
+        warnings.warn("trace_export: no trace is being recorded (call jf.summary.trace_on() first); "
+                      "nothing was written", stacklevel=2)
+        return False
+    writer = context.default_writer()
+    if writer is None:
+        _capture.stop()
+        warnings.warn("trace_export: there is no default summary writer (use `with writer.as_default():`); "
+                      "the trace was discarded and nothing was written", stacklevel=2)
+        return False
+    if step is None:
+        step = context.get_step()
+        if step is None:
+            raise ValueError("step: trace_export needs a step; pass step=... or set a default step with "
+                             "jf.summary.experimental.set_step(...)")
+    step = as_step(step)
+    tag = clean_tag(name, "name")
+    _capture.stop()
+    written = False
+    if _options["graph"] or _options["profiler"]:
+        meta = _run_metadata.build(captured, include_graphs=True)
+        plugin = RUN_METADATA_PLUGIN if _options["profiler"] or meta.step_stats.dev_stats else GRAPH_ONLY_PLUGIN
+        md = summary_pb2.SummaryMetadata()
+        md.plugin_data.plugin_name = plugin
+        md.plugin_data.content = b"1"
+        tensor = protos.string_tensor([meta.SerializeToString()], ())
+        written = writer._write_event(protos.summary_event(tag, tensor, md, step, _now()))
+    if _options["profiler"]:
+        outdir = profiler_outdir or _options["profiler_outdir"] or getattr(writer, "logdir", None)
+        if outdir is None:
+            raise ValueError("profiler_outdir: no directory to write the profile to; pass profiler_outdir=")
+        _profile.write(captured, os.fspath(outdir))
+    return written
