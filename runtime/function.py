@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import autodiff, autograph, autograph_ops, context, instrument
+from . import autodiff, autograph, autograph_ops, compiler, context, instrument
 from . import trace_records as _records
 from . import variables as _variables
 from .errors import InputSignatureError
@@ -163,6 +163,9 @@ class ConcreteFunction:
         self._out_dtypes = [t._dtype for t in graph.outputs]
         self._single = isinstance(output_template, _Out)
         self._plan = Plan(graph, self.inputs + [ph for _, ph in self._captures], graph.outputs)
+        self._fast: Optional[Plan] = None   # the compiled tier, once ready
+        self._compile_state = "pending"    # pending → compiling → compiled | failed | never
+        self.compile_seconds: Optional[float] = None
         self._param_names = function._param_names
         self._param_keys = key[1]
         self.calls = 0
@@ -241,6 +244,8 @@ class ConcreteFunction:
         if context._state.graph is not None:
             return self._call_in_graph(leaves)
         self.calls += 1
+        if self._compile_state == "pending":
+            self._tier_up()
         feeds = [_feed_value(leaf) for leaf in leaves]
         if self._captured_values:
             feeds.extend(_capture_value(v) for v in self._captured_values)
@@ -251,10 +256,56 @@ class ConcreteFunction:
             if sink is not None:
                 sink.graph_run(self, timings, start, time.perf_counter_ns(), threading.get_ident())
         else:
-            outs = self._plan(*feeds)
+            outs = (self._fast or self._plan)(*feeds)
         if self._single:
             return _wrap(outs[0], self._out_dtypes[0])
         return self._pack(self._template, outs)
+
+    # -- tiers: interpreter first, compiled when it pays off ----------------------------
+    def _tier_up(self) -> None:
+        mode = self.function._jit_compile
+        if mode is None:
+            policy = compiler.DEFAULT_POLICY
+            mode = True if policy == "compiled" else False if policy == "interpreter" else None
+        if mode is False:
+            self._compile_state = "never"
+        elif mode is True:
+            self._compile_state = "compiling"
+            self._compile()
+        elif self.calls >= compiler.COMPILE_AFTER_CALLS:
+            self._compile_state = "compiling"
+            threading.Thread(target=self._compile, name=f"jitflow-compile-{self.name}", daemon=True).start()
+
+    def compile(self) -> Optional[Plan]:
+        """Compile now (normally automatic); returns the compiled plan, or None if it failed."""
+        if self._compile_state not in ("compiled", "failed"):
+            self._compile_state = "compiling"
+            self._compile()
+        return self._fast
+
+    def _compile(self) -> None:
+        try:
+            plan = compiler.compile_plan(self.graph, self.inputs + [ph for _, ph in self._captures],
+                                         self.graph.outputs)
+        except Exception as e:  # never let compilation break a working function
+            self._compile_state = "failed"
+            if not isinstance(e, compiler.CompileError) or "no node" not in str(e):
+                node = getattr(e, "node", None)
+                where = f" at node {node.name!r} ({node.op.tf_op})" if node is not None else ""
+                warnings.warn(f"jf.function {self.function._qualname}: compiling the graph failed{where}; "
+                              f"it keeps running on the interpreter. ({e})", CompileWarning, stacklevel=2)
+            return
+        self.compile_seconds = plan.compile_seconds
+        for record in _records.registry.records():
+            if record.graph_name == self.name:
+                record.compile_seconds = plan.compile_seconds
+        self._fast = plan
+        self._compile_state = "compiled"
+
+    @property
+    def tier(self) -> str:
+        """"compiled" when the numba tier is running this function, else "interpreter"."""
+        return "compiled" if self._fast is not None else "interpreter"
 
     def _pack(self, template: Any, outs: tuple) -> Any:
         if isinstance(template, _Out):
@@ -738,6 +789,10 @@ class _Served:
 
 class RetraceWarning(UserWarning):
     """A jf.function retraces often; the message names the argument and the fix."""
+
+
+class CompileWarning(UserWarning):
+    """Compiling a graph failed; the function keeps running on the interpreter."""
 
 
 def _most_common_change(function_id: int) -> Optional[str]:

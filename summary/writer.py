@@ -388,6 +388,10 @@ def write(tag: str, tensor: Any, step: Any = None, metadata: Any = None, name: s
         ...     s.write("raw", np.arange(3.0), step=0)
         True
     """
+    if _rt_state.graph is not None:
+        data = tensor() if callable(tensor) else tensor
+        return in_graph.summary_op("write", _scoped(tag), data, step, metadata=metadata)
+    tag = _scoped(tag)
     target = _resolve(step)
     if target is None:
         return False

@@ -53,6 +53,11 @@ NOT_HERE = {
     "EagerPyFunc": "tests/runtime/test_errors.py and test_function.py",
     "RandomStandardNormal": "the random tests below",
     "RandomUniform": "the random tests below",
+    "WriteScalarSummary": "tests/summary/test_summary_in_graph.py",
+    "WriteHistogramSummary": "tests/summary/test_summary_in_graph.py",
+    "WriteSummary": "tests/summary/test_summary_in_graph.py",
+    "WriteImageSummary": "tests/summary/test_summary_in_graph.py",
+    "WriteRawSummary": "tests/summary/test_summary_in_graph.py",
 }
 
 WORDS = np.array([b"a", b"bc", b"", b"d\xc3\xa9", b"xyz", b"q"], dtype=object)
@@ -370,7 +375,41 @@ CASES: Dict[str, Case] = {
                                                          ((), (2,), (2,)), ((2, 1), (1, 3), (3,)),
                                                          ((0, 3), (3,), (0, 1))]],
                      oracle=np.where, typed=(1, 2)),
+    # gather / scatter / pad (runtime/ops/indexing_ops.py; TensorArray is built on them)
+    "GatherV2": Case("fibs", lambda dt: [((sample((4, 3), dt), np.array(i, np.int32)), {"axis": a})
+                                         for i, a in [([2, 0, 2], 0), ([[1], [3]], 0), (1, 0), ([2, 0], 1),
+                                                      ([], 0), ([[0, 1]], -1)]],
+                     oracle=lambda params, indices, axis: np.take(params, indices, axis=axis), typed=(0,)),
+    "UnsortedSegmentSum": Case("fi", lambda dt: [
+        ((sample((4, 3), dt), np.array([0, 2, 0, -1], np.int32), scalar(3, jf.int32)), {"_num": 3}),
+        ((sample((2, 2), dt), np.array([[1, 1], [0, 1]], np.int32), scalar(2, jf.int32)), {"_num": 2}),
+        ((sample((0, 2), dt), np.zeros(0, np.int32), scalar(2, jf.int32)), {"_num": 2})],
+        oracle=lambda data, ids, n: _segment_sum(data, ids, n), typed=(0,)),
+    "TensorScatterUpdate": Case("fibs", lambda dt: [
+        ((sample((4, 2), dt), np.array([[3], [0]], np.int32), sample((2, 2), dt, "pos")), {}),
+        ((sample((3,), dt), np.array([[1]], np.int32), sample((1,), dt, "pos")), {}),
+        ((sample((3, 2), dt), np.zeros((0, 1), np.int32), sample((0, 2), dt)), {})],
+        oracle=lambda x, ids, u: _scatter_rows(x, ids, u), typed=(0, 2)),
+    "Pad": Case("fibs", lambda dt: [((sample((2, 3), dt), np.array(p, np.int32)), {"_paddings": [tuple(r) for r in p]})
+                                    for p in [[[1, 0], [0, 2]], [[0, 0], [0, 0]], [[2, 1], [1, 1]]]]
+                + [((sample((0, 2), dt), np.array([[1, 1], [0, 0]], np.int32)), {"_paddings": [(1, 1), (0, 0)]})],
+                oracle=lambda x, paddings: np.pad(x, paddings, constant_values=b"" if x.dtype == object else 0),
+                typed=(0,)),
 }
+
+
+def _segment_sum(data, ids, n):
+    out = np.zeros((int(n),) + data.shape[ids.ndim:], data.dtype)
+    for idx in np.ndindex(ids.shape):
+        if ids[idx] >= 0:
+            out[ids[idx]] += data[idx]
+    return out
+
+
+def _scatter_rows(x, ids, updates):
+    out = x.copy()
+    out[ids[..., 0]] = updates
+    return out
 
 
 def _dtypes_for(kinds: str):
