@@ -246,7 +246,7 @@ class ConcreteFunction:
         self.calls += 1
         if self._compile_state == "pending":
             self._tier_up()
-        feeds = [_feed_value(leaf) for leaf in leaves]
+        feeds = [leaf._value if leaf.__class__ is EagerTensor else _feed_value(leaf) for leaf in leaves]
         if self._captured_values:
             feeds.extend(_capture_value(v) for v in self._captured_values)
         if instrument.enabled:
@@ -256,7 +256,12 @@ class ConcreteFunction:
             if sink is not None:
                 sink.graph_run(self, timings, start, time.perf_counter_ns(), threading.get_ident())
         else:
-            outs = (self._fast or self._plan)(*feeds)
+            plan = self._fast or self._plan
+            try:
+                outs = plan.run(*feeds)
+            except Exception as exc:
+                plan._annotate(exc)
+                raise
         if self._single:
             return _wrap(outs[0], self._out_dtypes[0])
         return self._pack(self._template, outs)

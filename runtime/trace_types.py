@@ -57,7 +57,10 @@ class ObjectRef:
 def make_key(value: Any, leaves: List[Any]) -> Any:
     """The cache-key tree of `value`; appends tensor-like leaves (fed at call time)."""
     cls = value.__class__
-    if cls is EagerTensor or cls is SymbolicTensor:
+    if cls is EagerTensor:  # the hot case: read the shape straight off the array
+        leaves.append(value)
+        return (TENSOR, value._dtype, value._value.shape)
+    if cls is SymbolicTensor:
         leaves.append(value)
         return (TENSOR, value._dtype, value._dims)
     if cls in _PRIMITIVES:
