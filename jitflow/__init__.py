@@ -60,5 +60,24 @@ autograph = _namespace("autograph", "AutoGraph: Python control flow to graph ops
 random = _namespace("random", "Random tensors with TF's seeding rules.", normal=_r.normal,
                     uniform=_r.uniform, set_seed=_r.set_seed)
 
+# -- training: optimizers, losses, initializers, checkpoints (issue 6) ---------------------
+from jitflow.runtime import checkpoint as _ckpt  # noqa: E402
+from jitflow.runtime import initializers as _init  # noqa: E402
+from jitflow.runtime import losses as _losses  # noqa: E402
+from jitflow.runtime import optimizers as _opt  # noqa: E402
+from jitflow.runtime.ops import indexing_ops as _idx  # noqa: E402
+from jitflow.runtime.ops import nn_ops as _nn  # noqa: E402
+
+nn.__dict__.update(sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits,
+                   softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits)
+math.__dict__.update(unsorted_segment_sum=_idx.unsorted_segment_sum)
+optimizers = _namespace("optimizers", "Optimizers (TF's tf.keras.optimizers).",
+                        **{n: getattr(_opt, n) for n in _opt.__all__})
+losses = _namespace("losses", "Losses (TF's tf.keras.losses).", **{n: getattr(_losses, n) for n in _losses.__all__})
+initializers = _namespace("initializers", "Initializers (TF's tf.initializers / tf.keras.initializers).",
+                          **{n: getattr(_init, n) for n in _init.__all__})
+train = _namespace("train", "Checkpoints (TF's tf.train).", Checkpoint=_ckpt.Checkpoint,
+                   CheckpointManager=_ckpt.CheckpointManager, latest_checkpoint=_ckpt.latest_checkpoint)
+
 # TF spells the boolean dtype `tf.bool`; set it last so this module never shadows the builtin.
 globals()["bool"] = bool_  # noqa: F405

@@ -26,4 +26,12 @@ from .autodiff import GradientTape
 from . import gradients as _gradients  # registers every op's gradient
 from . import autograph, autograph_ops
 
+from .ops import indexing_ops, nn_ops
+from .ops.indexing_ops import gather, one_hot, pad, tensor_scatter_nd_update
+from .tensor_array import TensorArray
+from . import checkpoint, initializers, losses, optimizers
+from .checkpoint import Checkpoint, CheckpointManager, latest_checkpoint
+from .initializers import (constant_initializer, ones_initializer, random_normal_initializer,
+                           random_uniform_initializer, zeros_initializer)
+
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -135,7 +135,14 @@ def if_stmt(test: Any, body: Callable[[], None], orelse: Callable[[], None],
 
 
 def _placeholder_for(value: Any, other: Any, graph: Any) -> Any:
-    """An early-return slot left unset on this path gets zeros; the return flag guards its use."""
+    """An early-return slot left unset on this path gets zeros; the return flag guards its use.
+
+    A composite (TensorArray) still empty on this path is completed like the other branch's.
+    """
+    if isinstance(value, control_flow.CompositeTensor) and value._needs_probe() and \
+            isinstance(other, control_flow.CompositeTensor) and not other._needs_probe():
+        with graph.as_default():
+            return value._complete(other)
     if not isinstance(value, Undefined):
         return value
     from .ops.array_ops import zeros
@@ -181,7 +188,7 @@ def _tensor_loop(test: Callable[[], Any], body: Callable[[], None], get_state: C
     for i, v in enumerate(initial):
         if isinstance(v, Undefined):
             continue  # first assigned inside the loop: loop-local
-        if _is_tensorlike(v) or isinstance(v, (bool, int, float)):
+        if _is_tensorlike(v) or isinstance(v, (bool, int, float, control_flow.CompositeTensor)):
             loop_idx.append(i)
     loop_names = [names[i] for i in loop_idx]
     init_vals = [initial[i] for i in loop_idx]

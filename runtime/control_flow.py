@@ -48,7 +48,36 @@ def trace_subgraph(fn: Callable, specs: Sequence[Tuple[Any, _dt.DType]], name: s
     return graph, placeholders, result
 
 
+class CompositeTensor:
+    """A Python object made of tensors that can be a loop variable or a branch output.
+
+    `cond` and `while_loop` flatten it to `_components()` and rebuild it from new
+    tensors with `_from_components(...)` (TF's CompositeTensor; `jf.TensorArray` is one).
+    One that cannot list its components yet (`_needs_probe()`, e.g. a TensorArray whose
+    element shape is only known after the first write) is completed by `_complete(like)`
+    from the value the loop body returns for it, traced once beforehand.
+    """
+
+    def _components(self) -> List[Tensor]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _from_components(self, components: List[Tensor]) -> "CompositeTensor":  # pragma: no cover
+        raise NotImplementedError
+
+    def _component_invariants(self) -> List[Any]:
+        """Shape invariants for the components when the caller gives none (None: keep the shape)."""
+        return [None] * len(self._components())
+
+    def _needs_probe(self) -> bool:
+        return False
+
+    def _complete(self, like: Any) -> "CompositeTensor":
+        return self
+
+
 def _flatten(structure: Any) -> List[Any]:
+    if isinstance(structure, CompositeTensor):
+        return list(structure._components())
     if isinstance(structure, (list, tuple)):
         out: List[Any] = []
         for item in structure:
@@ -66,6 +95,8 @@ def _pack(structure: Any, flat: List[Any]) -> Any:
     it = iter(flat)
 
     def rebuild(s: Any) -> Any:
+        if isinstance(s, CompositeTensor):
+            return s._from_components([next(it) for _ in s._components()])
         if isinstance(s, (list, tuple)):
             items = [rebuild(x) for x in s]
             if isinstance(s, list):
@@ -207,13 +238,15 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants:
         raise TypeError("cond and body: jf.while_loop needs two callables")
     single = not isinstance(loop_vars, (list, tuple))
     structure = [loop_vars] if single else loop_vars
-    flat = _flatten(structure)
     graph = context.current_graph()
     if graph is None:
         return _python_while(cond, body, structure, single, maximum_iterations)
+    if any(c._needs_probe() for c in _composites(structure)):
+        structure = _complete_composites(body, structure, single)
+    flat = _flatten(structure)
     names = list(_names) if _names else [f"loop_vars[{i}]" for i in range(len(flat))]
     tensors = _as_tensors(flat)
-    invariants = _flatten(shape_invariants) if shape_invariants is not None else [None] * len(flat)
+    invariants = _flatten(shape_invariants) if shape_invariants is not None else _default_invariants(structure)
     if single and shape_invariants is not None:
         invariants = [shape_invariants]
     specs = []
@@ -262,6 +295,45 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants:
     return packed[0] if single else packed
 
 
+def _composites(structure: Any) -> List[CompositeTensor]:
+    if isinstance(structure, CompositeTensor):
+        return [structure]
+    if isinstance(structure, (list, tuple)):
+        return [c for s in structure for c in _composites(s)]
+    if isinstance(structure, dict):
+        return [c for k in sorted(structure, key=repr) for c in _composites(structure[k])]
+    return []
+
+
+def _default_invariants(structure: Any) -> List[Any]:
+    if isinstance(structure, CompositeTensor):
+        return list(structure._component_invariants())
+    if isinstance(structure, (list, tuple)):
+        return [inv for s in structure for inv in _default_invariants(s)]
+    if isinstance(structure, dict):
+        return [inv for k in sorted(structure, key=repr) for inv in _default_invariants(structure[k])]
+    return [None]
+
+
+def _complete_composites(body: Callable, structure: List[Any], single: bool) -> List[Any]:
+    """Trace `body` once into a throwaway graph to learn what incomplete composites become."""
+    _, _, result = trace_subgraph(lambda: body(*structure), [], "probe")
+    result = [result] if single else list(result)
+
+    def complete(before: Any, after: Any) -> Any:
+        if isinstance(before, CompositeTensor):
+            return before._complete(after) if before._needs_probe() else before
+        if isinstance(before, (list, tuple)) and isinstance(after, (list, tuple)):
+            items = [complete(b, a) for b, a in zip(before, after)]
+            return items if isinstance(before, list) else tuple(items)
+        if isinstance(before, dict) and isinstance(after, dict):
+            return {k: complete(v, after.get(k)) for k, v in before.items()}
+        return before
+    if len(result) != len(structure):
+        raise ValueError(f"body: returned {len(result)} values but the loop has {len(structure)} loop variables")
+    return [complete(b, a) for b, a in zip(structure, result)]
+
+
 def _python_while(cond: Callable, body: Callable, structure: List[Any], single: bool,
                   maximum_iterations: Optional[int]) -> Any:
     values = list(structure)
@@ -279,4 +351,4 @@ def _python_while(cond: Callable, body: Callable, structure: List[Any], single: 
     return tuple(values) if isinstance(structure, tuple) else values
 
 
-__all__ = ["cond", "while_loop", "SubGraph", "trace_subgraph"]
+__all__ = ["cond", "while_loop", "CompositeTensor", "SubGraph", "trace_subgraph"]

@@ -32,3 +32,15 @@ class FailedPreconditionError(OpError, RuntimeError):
 
 class UnimplementedError(OpError, NotImplementedError):
     """An op has no kernel for the requested device or dtype."""
+
+
+class OutOfRangeError(OpError, IndexError):
+    """An index or iteration went past the end (e.g. a TensorArray read beyond its size)."""
+
+
+class NotFoundError(OpError, FileNotFoundError):
+    """A file or object that was asked for does not exist (e.g. a checkpoint path)."""
+
+
+class DataLossError(OpError, ValueError):
+    """Stored data is truncated or corrupt (e.g. a checkpoint file that fails its checksum)."""

@@ -14,6 +14,10 @@ from . import context
 from .context import name_scope
 from .variables import Variable
 
+# Called as hook(module, name, value) after every attribute assignment (checkpoints use it
+# to restore variables that are created after `Checkpoint.restore`: restore-on-creation).
+_setattr_hooks: List[Callable[[Any, str, Any], None]] = []
+
 _CAMEL_1 = re.compile(r"(.)([A-Z][a-z0-9]+)")
 _CAMEL_2 = re.compile(r"([a-z0-9])([A-Z])")
 _VALID = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
@@ -47,6 +51,12 @@ class Module:
         self._name = name
         self._scope_name = context.current_scope() + name + "/"
         self._self_name_scope = name_scope(self._scope_name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if _setattr_hooks:
+            for hook in _setattr_hooks:
+                hook(self, name, value)
 
     @property
     def name(self) -> str:
