@@ -1,7 +1,9 @@
 """AutoGraph's coding rules (seed 000), with tf. → jf.
 
-Run: python examples/autograph_rules.py
+Run: python examples/autograph_rules.py [--logdir runs/autograph_rules]
 """
+import argparse
+
 import numpy as np
 
 import jitflow as jf
@@ -45,7 +47,20 @@ def square_if_positive(v):
     return v
 
 
-def main() -> None:
+def main(argv=None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--logdir", default="runs/autograph_rules")
+    args = parser.parse_args(argv)
+    writer = jf.summary.create_file_writer(args.logdir)
+    with writer.as_default(step=0):
+        run()
+        jf.summary.graph(square_if_positive)
+    writer.close()
+    print("wrote", args.logdir)
+    return args.logdir
+
+
+def run() -> None:
     print("numpy random is frozen at trace time:")
     np_random()
     np_random()

@@ -1,8 +1,11 @@
 """When does a jf.function trace again? (seed 002/004, with tf. → jf.)
 
-Run: python examples/retracing.py
-Every trace is recorded with its reason; the last lines print them.
+Run: python examples/retracing.py [--logdir runs/retracing]
+Every trace is recorded with its reason; the last lines print them, and the records
+go to the logdir for `jitflow panel --logdir runs/retracing`.
 """
+import argparse
+
 import numpy as np
 
 import jitflow as jf
@@ -14,7 +17,19 @@ def f(x):
     jf.print(x)                                  # every call
 
 
-def main() -> None:
+def main(argv=None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--logdir", default="runs/retracing")
+    args = parser.parse_args(argv)
+    writer = jf.summary.create_file_writer(args.logdir)
+    with writer.as_default(step=0):
+        run()
+    writer.close()
+    print("wrote", args.logdir)
+    return args.logdir
+
+
+def run() -> None:
     print("-- tensors and numpy arrays: keyed by dtype and shape")
     f(jf.constant(1, dtype=jf.int32))
     f(jf.constant(2, dtype=jf.int32))
