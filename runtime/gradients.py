@@ -344,3 +344,51 @@ def _select(rec, g):
 def _fill(rec, g):
     return [M.reduce_sum(g)]
 
+
+
+@gradient("If")
+def _if(rec, grads):
+    """A cond's gradient is a cond of its branches' gradients.
+
+    Each gradient branch replays its forward branch (so the tape sees every op) and
+    differentiates it with respect to the values the branch captured; inputs the other
+    branch captured get zeros, so both branches return the same structure.
+    """
+    from .autodiff import GradientTape
+    from .control_flow import cond
+    from .function import inline_graph
+    from .ops.constant_op import TensorConvertible
+    then_b, else_b, n_then = rec.attrs["then_branch"], rec.attrs["else_branch"], rec.attrs["n_then"]
+    captured = rec.inputs[1:]
+    outs = rec.outputs
+    seeds = list(grads) if isinstance(grads, (list, tuple)) else [grads]
+    seeds = [A.zeros_like(o) if g is None else g for g, o in zip(seeds, outs)]
+    slots = [i for i, c in enumerate(captured)
+             if isinstance(c, TensorConvertible) and c.dtype.is_floating
+             or isinstance(c, Tensor) and c.dtype.is_floating]
+
+    def zeros_for(c):
+        return A.zeros_like(c.read_value() if isinstance(c, TensorConvertible) else c)
+
+    def branch_grads(branch, lo, hi):
+        def run():
+            mine = captured[lo:hi]
+            with GradientTape(persistent=True) as tape:
+                tape.watch([c for c in mine if isinstance(c, (Tensor, TensorConvertible)) and c.dtype.is_floating])
+                results = inline_graph(branch.graph, [ph for _, ph in branch.captures], mine, branch.outputs)
+            float_results = [(r, s) for r, s in zip(results, seeds) if r.dtype.is_floating]
+            targets = [r for r, _ in float_results]
+            wanted = [captured[i] for i in slots if lo <= i < hi]
+            found = tape.gradient(targets, wanted, output_gradients=[s for _, s in float_results]) if targets else []
+            by_index = dict(zip([i for i in slots if lo <= i < hi], found))
+            return [by_index.get(i) if by_index.get(i) is not None else zeros_for(captured[i]) for i in slots]
+        return run
+
+    if not slots:
+        return [None] * len(rec.inputs)
+    results = cond(rec.inputs[0], branch_grads(then_b, 0, n_then), branch_grads(else_b, n_then, len(captured)))
+    results = results if isinstance(results, list) else [results]
+    out = [None] * len(rec.inputs)
+    for i, g in zip(slots, results):
+        out[1 + i] = g
+    return out
