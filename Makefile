@@ -22,14 +22,14 @@ $(VENV)/.installed-test: pyproject.toml | $(PY)
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed
-	$(PY) examples/retracing.py
+	$(VENV)/bin/jitflow demo $(DEMO_ARGS)
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q
 
 bench: $(VENV)/.installed
 	$(PIP) install -e '.[bench]'
-	$(PY) benchmarks/run_all.py
+	for b in benchmarks/bench_*.py; do $(PY) $$b --quick || exit 1; done
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -45,9 +45,8 @@ _concrete_ids = itertools.count(1)
 _code_traces: Counter = Counter()     # code object -> Function objects that traced it
 _code_warned: set = set()
 
-_PACKAGE_DIRS = tuple(
-    os.path.dirname(os.path.abspath(p)) + os.sep
-    for p in [__file__, os.path.join(os.path.dirname(__file__), "..", "jitflow", "__init__.py")])
+# Frames in the runtime itself are skipped when finding the user's call site.
+_PACKAGE_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
 
 
 # -- variable-creation policy during traces ------------------------------------------

@@ -81,7 +81,7 @@ def advice_for(changes: Tuple[ArgChange, ...], reason_kind: str, function: str) 
         return ""
     kinds = {c.kind for c in changes}
     first = changes[0]
-    if "value" in kinds or ("type" in kinds and first.new.startswith("Python")):
+    if "value" in kinds or ("type" in kinds and (first.new.startswith("Python") or first.old.startswith("Python"))):
         c = next(c for c in changes if c.kind in ("value", "type"))
         return (f"{c.path} is a Python value, and every distinct Python value is part of the cache "
                 "key. Pass it as a tensor (jf.constant(...)) so one graph serves all values, or "

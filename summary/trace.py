@@ -25,6 +25,16 @@ GRAPH_ONLY_PLUGIN = "graph_run_metadata_graph"
 _options = {"graph": True, "profiler": False, "profiler_outdir": None}
 
 
+def _outdir(value: Any) -> Optional[str]:
+    """`profiler_outdir` as a str path (None stays None); checked in the call that got it,
+    so a wrong type is reported there rather than at export time."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or isinstance(os.fspath(value), bytes) or not os.fspath(value):
+        raise TypeError(f"profiler_outdir: expected a directory path (str or os.PathLike); got {value!r}")
+    return os.fspath(value)
+
+
 def trace_on(graph: bool = True, profiler: bool = False, profiler_outdir: Optional[str] = None) -> None:
     """Start recording the graphs and per-op timing of everything that runs.
 
@@ -37,13 +47,13 @@ def trace_on(graph: bool = True, profiler: bool = False, profiler_outdir: Option
         ...     jf.summary.trace_export("double", step=0)
         True
     """
+    outdir = _outdir(profiler_outdir)
     if _capture.active() is not None:
         warnings.warn("trace_on: a trace is already being recorded; it continues (call trace_export or "
                       "trace_off to end it)", stacklevel=2)
     else:
         _capture.start()
-    _options.update(graph=bool(graph), profiler=bool(profiler),
-                    profiler_outdir=os.fspath(profiler_outdir) if profiler_outdir is not None else None)
+    _options.update(graph=bool(graph), profiler=bool(profiler), profiler_outdir=outdir)
 
 
 def trace_off() -> None:
@@ -58,8 +68,10 @@ def trace_export(name: str, step: Any = None, profiler_outdir: Optional[str] = N
     with every function graph that ran and per-node step stats). With `profiler=True`
     also `<profiler_outdir>/plugins/profile/<timestamp>/<host>.xplane.pb` and
     `<host>.trace.json.gz` (default outdir: the writer's logdir). Returns True when
-    the summary was written.
+    the summary was written. An unwritable `profiler_outdir` raises an OSError naming
+    it before the summary is written (the trace is ended either way, as in TF).
     """
+    profiler_outdir = _outdir(profiler_outdir)
     captured = _capture.active()
     if captured is None:
         warnings.warn("trace_export: no trace is being recorded (call jf.summary.trace_on() first); "
@@ -78,7 +90,16 @@ def trace_export(name: str, step: Any = None, profiler_outdir: Optional[str] = N
                              "jf.summary.experimental.set_step(...)")
     step = as_step(step)
     tag = clean_tag(name, "name")
+    outdir = None
+    if _options["profiler"]:
+        outdir = profiler_outdir or _options["profiler_outdir"] or getattr(writer, "logdir", None)
+        if outdir is None:
+            raise ValueError("profiler_outdir: no directory to write the profile to; pass profiler_outdir=")
     _capture.stop()
+    if outdir is not None:
+        # The profile first: if its directory is unwritable the error comes before
+        # anything was written, not after a summary that points at a missing profile.
+        _profile.write(captured, outdir)
     written = False
     if _options["graph"] or _options["profiler"]:
         meta = _run_metadata.build(captured, include_graphs=True)
@@ -88,9 +109,4 @@ def trace_export(name: str, step: Any = None, profiler_outdir: Optional[str] = N
         md.plugin_data.content = b"1"
         tensor = protos.string_tensor([meta.SerializeToString()], ())
         written = writer._write_event(protos.summary_event(tag, tensor, md, step, _now()))
-    if _options["profiler"]:
-        outdir = profiler_outdir or _options["profiler_outdir"] or getattr(writer, "logdir", None)
-        if outdir is None:
-            raise ValueError("profiler_outdir: no directory to write the profile to; pass profiler_outdir=")
-        _profile.write(captured, os.fspath(outdir))
     return written

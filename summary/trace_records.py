@@ -9,6 +9,7 @@ number when no step is set):
 from __future__ import annotations
 
 import json
+import re
 from time import time as _now
 
 from tensorboard.compat.proto import summary_pb2
@@ -16,7 +17,6 @@ from tensorboard.compat.proto import summary_pb2
 from jitflow.runtime import trace_records as _records
 from jitflow.runtime.context import init_scope
 from jitflow.summary import context, protos
-from jitflow.summary.values import clean_tag
 
 PLUGIN_NAME = "jitflow_trace"
 TEXT_TAG = "jitflow/retraces"
@@ -48,7 +48,9 @@ def write_record(record: _records.TraceRecord) -> bool:
     step = record.trace_number if step is None else int(step)
     payload = json.dumps(record.to_dict(), default=str).encode("utf-8")
     wall = _now()
-    tag = clean_tag(TAG_PREFIX + record.function.replace("<", "").replace(">", ""), "tag")
+    # Function names like `train.<locals>.step` hold characters tags may not: clean them
+    # here, quietly (the record inside keeps the real name).
+    tag = TAG_PREFIX + re.sub(r"[^-\w.]", "_", record.function.replace("<locals>", "locals"))
     with init_scope():  # records arrive while tracing; write them now, not as graph ops
         writer._write_event(protos.summary_event(tag, protos.string_tensor([payload], ()), _metadata(), step, wall))
         text_md = protos.plugin_metadata(protos.TEXT)

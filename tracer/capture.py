@@ -2,13 +2,15 @@
 
 `Capture` is the runtime's instrumentation sink. The runtime calls it once per eager op
 and once per graph run (with per-node timings from the plan's timed variant); each
-becomes `OpEvent`s. `jf.profiler.Trace` regions (training steps) are `Region`s. All
-times are `perf_counter_ns`; `wall_ns()` converts to the epoch for exporters.
+becomes `OpEvent`s (a graph run's only when an exporter reads `FunctionRun.events`, so
+that recording stays cheap). `jf.profiler.Trace` regions (training steps) are
+`Region`s. All times are `perf_counter_ns`; `wall_ns()` converts to the epoch for exporters.
 """
 from __future__ import annotations
 
 import threading
 import time
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -47,8 +49,24 @@ class FunctionRun:
     start_ns: int
     end_ns: int
     thread_id: int
-    events: List[OpEvent]
+    ticks: "array[int]"       # (index into `nodes`, start_ns, end_ns) per node run, flat
+    outputs: List[tuple]      # per node run: ((dtype name, shape, bytes), ...)
+    nodes: List[Any]          # the capture's node table
     parent: Optional[str] = None     # name of the calling function's node, for nested calls
+    _events: Optional[List[OpEvent]] = field(default=None, repr=False, compare=False)
+
+    @property
+    def events(self) -> List[OpEvent]:
+        """One OpEvent per node run, built when an exporter first asks (see Capture.graph_run)."""
+        if self._events is None:
+            name, nodes, ticks = self.concrete.name, self.nodes, self.ticks
+            self._events = []
+            for i, outputs in enumerate(self.outputs):
+                node = nodes[ticks[3 * i]]
+                self._events.append(OpEvent(node.name, node.op.tf_op, ticks[3 * i + 1], ticks[3 * i + 2],
+                                            self.thread_id, node.device or CPU0, list(outputs),
+                                            tuple(t.name for t in node.inputs), name))
+        return self._events
 
 
 @dataclass
@@ -78,6 +96,9 @@ class Capture:
         self.eager: List[OpEvent] = []
         self.regions: List[Region] = []
         self.thread_names: Dict[int, str] = {}
+        self._nodes: List[Any] = []              # graph nodes seen, referenced by index from runs
+        self._node_index: Dict[int, int] = {}    # id(node) → index in _nodes
+        self._described: Dict[int, tuple] = {}    # node index → its latest output description
         self.started_ns = time.perf_counter_ns()
         self._wall_offset = time.time_ns() - self.started_ns
         self.stopped_ns: Optional[int] = None
@@ -104,21 +125,40 @@ class Capture:
 
     def graph_run(self, concrete: Any, timings: list, start_ns: int, end_ns: int, thread_id: int,
                   parent: Optional[str] = None) -> None:
-        events = []
+        # Per node run: three ints in an array and a shared output description. No new
+        # object the garbage collector tracks survives per node, so a long trace does not
+        # trigger its full collections (slow over numba's large heap), which used to take
+        # most of a traced call. Shapes and sizes are kept, never the values.
+        index, shared = self._node_index, self._described
+        ticks = array("q")
+        outputs = []
         for node, t0, t1, value in timings:
-            if len(node.outputs) == 1:
-                values = (value,)
-            elif node.outputs:
-                values = value
+            k = index.get(id(node))
+            if k is None:
+                k = self._add_node(node)
+            outs = node.outputs
+            if len(outs) == 1 and value.__class__ is np.ndarray:  # the common case
+                described = shared.get(k)
+                if described is None or described[0][1] != value.shape:
+                    described = shared[k] = ((outs[0]._dtype.name, value.shape, value.nbytes),)
+            elif len(outs) == 1:
+                described = (describe_output(value, outs[0]._dtype),)
             else:
-                values = ()
-            outputs = [describe_output(v, t._dtype) for v, t in zip(values, node.outputs)]
-            events.append(OpEvent(node.name, node.op.tf_op, t0, t1, thread_id, node.device or CPU0, outputs,
-                                  tuple(t.name for t in node.inputs), concrete.name))
-        run = FunctionRun(concrete, start_ns, end_ns, thread_id, events, parent)
+                described = tuple(describe_output(v, t._dtype) for v, t in zip(value if outs else (), outs))
+            ticks.extend((k, t0, t1))
+            outputs.append(described)
+        run = FunctionRun(concrete, start_ns, end_ns, thread_id, ticks, outputs, self._nodes, parent)
         with self._lock:
             self._name_thread(thread_id)
             self.runs.append(run)
+
+    def _add_node(self, node: Any) -> int:
+        with self._lock:  # two threads meeting a new node must not get one index for two nodes
+            k = self._node_index.get(id(node))
+            if k is None:
+                k = self._node_index[id(node)] = len(self._nodes)
+                self._nodes.append(node)  # kept alive here, so its id is not reused
+            return k
 
     def region(self, region: Region) -> None:
         with self._lock:

@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
@@ -18,14 +19,17 @@ from . import profile as _profile
 _logdir: Optional[str] = None
 
 
-def start(logdir: str) -> None:
+def start(logdir: str | os.PathLike) -> None:
     """Start profiling; `stop()` writes the profile under `logdir/plugins/profile/`."""
     global _logdir
     if _logdir is not None:
         raise RuntimeError(f"profiler: already profiling into {_logdir!r}; call jf.profiler.stop() first")
-    if not isinstance(logdir, str) or not logdir:
-        raise TypeError(f"logdir: expected a directory path; got {logdir!r}")
-    _logdir = logdir
+    if not isinstance(logdir, (str, os.PathLike)) or not isinstance(os.fspath(logdir), str) or not os.fspath(logdir):
+        raise TypeError(f"logdir: expected a directory path (str or os.PathLike); got {logdir!r}")
+    if _capture.active() is not None:  # starting would silently drop that trace's events
+        raise RuntimeError("profiler: a trace started by jf.summary.trace_on() is being recorded; call "
+                           "jf.summary.trace_export() or trace_off() before jf.profiler.start()")
+    _logdir = os.fspath(logdir)
     _capture.start()
 
 
@@ -37,7 +41,11 @@ def stop(save: bool = True) -> Optional[str]:
         return None
     logdir, _logdir = _logdir, None
     captured = _capture.stop()
-    if save and captured is not None:
+    if captured is None:  # jf.summary.trace_export/trace_off ended the shared capture meanwhile
+        warnings.warn("jf.profiler.stop(): the recording was already ended by jf.summary.trace_export() or "
+                      f"trace_off(); nothing was written to {logdir!r}", stacklevel=2)
+        return None
+    if save:
         return _profile.write(captured, logdir)
     return None
 

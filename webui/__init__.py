@@ -1,0 +1,124 @@
+"""The jitflow panel: a Flask app beside TensorBoard that explains every retrace and shows
+where time went, read from the same logdir with TensorBoard's own event loaders.
+
+From the command line (starts TensorBoard next to it unless `--no-tensorboard`):
+
+    jitflow panel --logdir runs
+
+Inside a training process, or for embedding and tests:
+
+    import jitflow as jf
+    from jitflow import webui
+
+    panel = webui.serve_in_background("runs")      # a free port on 127.0.0.1
+    print(panel.url)
+    writer = jf.summary.create_file_writer("runs/train")
+    ...                                            # reload the page: new traces appear
+    panel.stop()
+
+    app = webui.create_app("runs")                 # a plain Flask app (WSGI)
+
+Pages and their JSON twins are listed in `webui/API.md`.
+"""
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from typing import Any, Mapping, Optional
+from urllib.parse import urlencode
+
+from flask import Flask, Response, jsonify, render_template, request
+from werkzeug.exceptions import HTTPException, SecurityError
+
+from . import charts
+from .data import EXTENSION, ROOT_TOKEN, RunConverter, tensorboard_base
+from .logdir import Logdir
+from .server import PanelServer, serve_in_background
+
+__all__ = ["create_app", "serve_in_background", "PanelServer", "Logdir"]
+
+# Pages are self-contained: no inline scripts or styles, nothing from other origins.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'")
+
+
+def create_app(logdir: str | os.PathLike | None = None,
+               test_config: Optional[Mapping[str, Any]] = None) -> Flask:
+    """The panel for `logdir` as a Flask app.
+
+    Config: LOGDIR (or the `logdir` argument, or $JITFLOW_LOGDIR); TENSORBOARD_PORT
+    (default 6006: run pages link to TensorBoard on the host the browser used) or
+    TENSORBOARD_URL (an explicit base URL); None for both hides the links.
+
+    Example:
+        >>> import tempfile
+        >>> client = create_app(tempfile.mkdtemp()).test_client()
+        >>> client.get("/api/runs").get_json()["runs"]
+        []
+    """
+    app = Flask(__name__)
+    app.config.from_mapping(
+        LOGDIR=os.fspath(logdir) if logdir is not None else os.environ.get("JITFLOW_LOGDIR"),
+        TENSORBOARD_PORT=6006,
+        TENSORBOARD_URL=None,
+        JSON_SORT_KEYS=False,
+    )
+    if test_config is not None:
+        app.config.update(test_config)
+    if not app.config["LOGDIR"]:
+        raise ValueError("logdir: the panel needs a logdir (create_app(logdir), LOGDIR in the config, "
+                         "or $JITFLOW_LOGDIR)")
+    app.json.sort_keys = False
+    app.extensions[EXTENSION] = Logdir(app.config["LOGDIR"])
+    app.url_map.converters["run"] = RunConverter
+
+    from . import functions, profiles, runs
+    app.register_blueprint(runs.bp)
+    app.register_blueprint(functions.bp)
+    app.register_blueprint(profiles.bp)
+
+    _register_template_helpers(app)
+    _register_errors(app)
+
+    @app.after_request
+    def _security_headers(response):
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    return app
+
+
+def _register_template_helpers(app: Flask) -> None:
+    app.add_template_filter(charts.format_seconds, "seconds")
+    app.add_template_filter(lambda us: charts.format_seconds(None if us is None else us / 1e6), "micros")
+    app.add_template_filter(lambda x: "—" if x is None else f"{x:.1%}", "percent")
+    app.add_template_filter(
+        lambda t: "—" if not t else datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S"), "datetime")
+    app.add_template_filter(lambda kind: charts.KIND_CLASS.get(kind, "k-other"), "kindclass")
+
+    @app.context_processor
+    def _globals():
+        return {"logdir": app.extensions[EXTENSION].path, "tensorboard_base": tensorboard_base(),
+                "root_token": ROOT_TOKEN}
+
+    def sort_link(key: str, default_order: str = "desc") -> str:
+        """Query string that sorts a table by `key` (toggling the order when already sorted by it)."""
+        args = request.args.to_dict()
+        current, order = args.get("sort", "total"), args.get("order", "desc")
+        args["order"] = ("asc" if order == "desc" else "desc") if current == key else default_order
+        args["sort"] = key
+        return request.path + "?" + urlencode(sorted(args.items()))
+
+    app.add_template_global(sort_link, "sort_link")
+
+
+def _register_errors(app: Flask) -> None:
+    @app.errorhandler(HTTPException)
+    def _http_error(e: HTTPException):
+        if isinstance(e, SecurityError):   # untrusted Host header: say no more than that
+            return Response(f"{e.code} {e.name}: {e.description}\n", e.code, mimetype="text/plain")
+        if request.path.startswith("/api/"):
+            return jsonify({"error": e.description, "status": e.code}), e.code
+        return render_template("error.html", error=e), e.code
