@@ -14,6 +14,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import context
+from .control_flow import _flatten, _pack
 from .ops import registry
 from .ops.constant_op import TensorConvertible, convert_to_tensor
 from .tensor import Tensor
@@ -180,40 +181,13 @@ class GradientTape:
         if unconnected_gradients == "zero":
             from .ops.array_ops import zeros_like
             grads = [zeros_like(convert_to_tensor(s)) if g is None else g for g, s in zip(grads, flat_sources)]
-        return _pack_like(sources, grads)
+        return _pack(sources, grads)
 
     def jacobian(self, target: Any, sources: Any) -> Any:
         raise_if = getattr(target, "ndim", 0)
         if raise_if:
             raise ValueError("jacobian: only scalar targets are supported; use gradient() per element")
         return self.gradient(target, sources)
-
-
-def _flatten(structure: Any) -> List[Any]:
-    if isinstance(structure, (list, tuple)):
-        out: List[Any] = []
-        for s in structure:
-            out.extend(_flatten(s))
-        return out
-    if isinstance(structure, dict):
-        out = []
-        for k in sorted(structure, key=repr):
-            out.extend(_flatten(structure[k]))
-        return out
-    return [structure]
-
-
-def _pack_like(structure: Any, flat: List[Any]) -> Any:
-    it = iter(flat)
-
-    def rebuild(s: Any) -> Any:
-        if isinstance(s, (list, tuple)):
-            items = [rebuild(x) for x in s]
-            return items if isinstance(s, list) else tuple(items)
-        if isinstance(s, dict):
-            return {k: rebuild(s[k]) for k in sorted(s, key=repr)}
-        return next(it)
-    return rebuild(structure)
 
 
 def _accumulate(grads: Dict[int, Any], key: int, value: Any) -> None:
