@@ -183,7 +183,8 @@ def _numeric(case: Case, w: np.ndarray) -> List[np.ndarray]:
 
 
 # Ops that only exist in graphs (eagerly a cond is a Python `if`): tested below by name.
-GRAPH_ONLY = {"If": "test_cond_gradient_in_a_graph_matches_finite_differences"}
+GRAPH_ONLY = {"If": "test_cond_gradient_in_a_graph_matches_finite_differences",
+              "While": "test_loop_gradient_in_a_graph_matches_finite_differences"}
 
 
 def test_every_registered_gradient_has_a_case():
@@ -403,3 +404,41 @@ def test_cond_gradient_in_a_graph_matches_finite_differences():
         np.testing.assert_allclose(gw.numpy(), expected_gw, rtol=1e-12)
     graph = grads.get_concrete_function(jf.constant(np.zeros(3))).graph
     assert [n.type for n in graph.nodes].count("If") == 2  # forward cond and its gradient cond
+
+
+def test_loop_gradient_in_a_graph_matches_finite_differences():
+    w = jf.Variable(np.float64(1.1))
+
+    def run(x, n):
+        y = x
+        for _ in jf.range(n):
+            y = y * w + jf.sin(y)
+        return jf.reduce_sum(y)
+
+    @jf.function
+    def grads(x, n):
+        with jf.GradientTape() as tape:
+            tape.watch(x)
+            loss = run(x, n)
+        return loss, tape.gradient(loss, [x, w])
+
+    x0 = np.array([0.3, -0.8, 1.2])
+    for n in (0, 1, 4):
+        loss, (gx, gw) = grads(jf.constant(x0), jf.constant(n))
+        eps = 1e-6
+        num_x = []
+        for i in range(3):
+            up, down = x0.copy(), x0.copy()
+            up[i] += eps
+            down[i] -= eps
+            num_x.append((float(run(jf.constant(up), n)) - float(run(jf.constant(down), n))) / (2 * eps))
+        np.testing.assert_allclose(gx.numpy(), num_x, rtol=1e-6, atol=1e-9)
+        w.assign(1.1 + eps)
+        up_w = float(run(jf.constant(x0), n))
+        w.assign(1.1 - eps)
+        down_w = float(run(jf.constant(x0), n))
+        w.assign(1.1)
+        np.testing.assert_allclose(gw.numpy(), (up_w - down_w) / (2 * eps), rtol=1e-6, atol=1e-9)
+    assert grads.tracing_count == 1
+    types = [n.type for n in grads.get_concrete_function(jf.constant(x0), jf.constant(1)).graph.nodes]
+    assert types.count("While") >= 3  # forward, replay and backward loops
