@@ -1,14 +1,13 @@
 """The `jitflow` command line: demo, inspect, --version, and the demo's served panel end to end."""
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from servers import free_port
 from tensorboard.backend.event_processing import plugin_event_accumulator as pea
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,12 +20,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 def _jitflow(*args, timeout=300, cwd=None):
     return subprocess.run(JITFLOW + list(args), capture_output=True, text=True, timeout=timeout, cwd=cwd)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_version_and_help():
@@ -96,7 +89,7 @@ def test_demo_serves_panel_and_tensorboard_and_stops_cleanly(tmp_path):
         pytest.skip("chromium is not installed (Debian: apt-get install chromium chromium-driver)")
     sync_api = pytest.importorskip("playwright.sync_api")
     psutil = pytest.importorskip("psutil")
-    panel_port, tb_port = _free_port(), _free_port()
+    panel_port, tb_port = free_port(), free_port()
     proc = subprocess.Popen(JITFLOW + ["demo", "--logdir", str(tmp_path / "runs"), "--steps", "20",
                                        "--port", str(panel_port), "--tensorboard-port", str(tb_port)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -5,34 +5,17 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 
 import numpy as np
 import pytest
 from tensorboard.compat.proto import graph_pb2
 
 import jitflow.summary as s
+import servers
+from servers import fetch, tensorboard
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _tensorboard_exe() -> str:
-    exe = os.path.join(os.path.dirname(sys.executable), "tensorboard")
-    if not os.path.exists(exe):
-        pytest.skip("no tensorboard script next to the Python interpreter")
-    return exe
 
 
 def _write_logs(logdir: str) -> dict:
@@ -58,51 +41,21 @@ def _write_logs(logdir: str) -> dict:
     return {"graph": g}
 
 
+def get(base: str, path: str, **params):
+    body = servers.get(base, path, **params)
+    return body if path.endswith("graph") else json.loads(body)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     logdir = str(tmp_path_factory.mktemp("tb_logs"))
     written = _write_logs(logdir)
-    port = _free_port()
-    proc = subprocess.Popen([_tensorboard_exe(), "--logdir", logdir, "--port", str(port),
-                             "--host", "127.0.0.1", "--reload_interval", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        runs = []
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"tensorboard exited: {proc.stderr.read().decode()[-2000:]}")
-            try:
-                runs = json.loads(urllib.request.urlopen(base + "/data/runs", timeout=2).read())
-                if {"tf", "torch", "torch/pair_a", "torch/pair_b"} <= set(runs):
-                    break
-            except (urllib.error.URLError, ConnectionError, json.JSONDecodeError):
-                pass
-            time.sleep(0.25)
-        else:
-            pytest.fail(f"tensorboard did not list the runs in time (saw {runs})")
+
+    def ready(base: str) -> bool:
+        return {"tf", "torch", "torch/pair_a", "torch/pair_b"} <= set(json.loads(fetch(base + "/data/runs", 2)))
+    with tensorboard(logdir, ready) as base:
         yield base, written
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
-
-def get(base: str, path: str, **params):
-    url = f"{base}{path}?{urllib.parse.urlencode(params)}" if params else base + path
-    deadline = time.time() + 20
-    while True:  # the data server may still be loading a run
-        try:
-            body = urllib.request.urlopen(url, timeout=5).read()
-            return body if path.endswith("graph") else json.loads(body)
-        except urllib.error.HTTPError as e:
-            if e.code != 404 or time.time() > deadline:
-                raise
-            time.sleep(0.25)
 
 
 def test_runs(server):

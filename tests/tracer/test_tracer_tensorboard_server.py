@@ -6,49 +6,22 @@ finalizer. The logs are seed 001's DemoModule trace plus an eager op and a
 """
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
 
 import pytest
 from google.protobuf import text_format
 from tensorboard.compat.proto import config_pb2, graph_pb2
 
 import jitflow as jf
+from servers import fetch, get, tensorboard
 from tracer_testutil import make_demo_module, profile_runs
 
 pytestmark = pytest.mark.slow
 
 RUN = "demo"
 TAG = "demomodule"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _tensorboard_exe() -> str:
-    exe = os.path.join(os.path.dirname(sys.executable), "tensorboard")
-    if not os.path.exists(exe):
-        pytest.skip("no tensorboard script next to the Python interpreter")
-    return exe
-
-
-def _fetch(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        body = response.read()
-        if response.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
-    return body
 
 
 def _write_logs(logdir: str) -> str:
@@ -74,46 +47,12 @@ def server(tmp_path_factory):
     logdir = str(tmp_path_factory.mktemp("tb_trace_logs"))
     run_dir = _write_logs(logdir)
     profile_run = f"{RUN}/{os.path.basename(run_dir)}"
-    port = _free_port()
-    proc = subprocess.Popen([_tensorboard_exe(), "--logdir", logdir, "--port", str(port),
-                             "--host", "127.0.0.1", "--reload_interval", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        info = {}
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"tensorboard exited: {proc.stderr.read().decode()[-2000:]}")
-            try:
-                info = json.loads(_fetch(base + "/data/plugin/graphs/info"))
-                if TAG in info.get(RUN, {}).get("tags", {}):
-                    break
-            except (urllib.error.URLError, ConnectionError, json.JSONDecodeError):
-                pass
-            time.sleep(0.25)
-        else:
-            pytest.fail(f"tensorboard did not list the trace in time (graphs/info: {info})")
+
+    def ready(base: str) -> bool:
+        return TAG in json.loads(fetch(base + "/data/plugin/graphs/info")).get(RUN, {}).get("tags", {})
+    with tensorboard(logdir, ready) as base:
         yield base, profile_run
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
-
-def get(base: str, path: str, **params) -> bytes:
-    url = f"{base}{path}?{urllib.parse.urlencode(params)}" if params else base + path
-    deadline = time.time() + 20
-    while True:  # the data server may still be loading the run
-        try:
-            return _fetch(url)
-        except urllib.error.HTTPError as e:
-            if e.code != 404 or time.time() > deadline:
-                raise
-            time.sleep(0.25)
 
 
 def test_graphs_info_lists_the_tag_with_op_graph_and_profile(server):

@@ -17,17 +17,12 @@ from pathlib import Path
 from typing import List
 
 import pytest
+from servers import free_port
 
 from jitflow import cli
 from jitflow.webui import serve_in_background
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _get(url: str, timeout: float = 5.0):
@@ -211,7 +206,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_panel_command_with_tensorboard(logdir):
-    tb_port = _free_port()
+    tb_port = free_port()
     proc = _start_panel(logdir, "--port", "0", "--tensorboard-port", str(tb_port))
     children: List[int] = []
     try:
