@@ -60,6 +60,15 @@ def _scoped(name: Any) -> Any:
     return scope + name if scope and isinstance(name, str) else name
 
 
+def _target(name: Any, step: Any, description: Any) -> tuple[SummaryFileWriter, int, str] | None:
+    """(writer, step, cleaned scoped tag) for an eager summary call, or None: don't write."""
+    target = _resolve(step)
+    if target is None:
+        return None
+    _check_description(description)
+    return target[0], target[1], clean_tag(_scoped(name))
+
+
 def _no_step_error() -> ValueError:
     return ValueError("step: no step given and no default step set; pass step=... or call "
                       "jitflow.summary.experimental.set_step(step) (or as_default(step=...))")
@@ -285,14 +294,10 @@ def histogram(name: str, data: Any, step: Any = None, buckets: int | None = None
     """
     if _rt_state.graph is not None:
         return in_graph.summary_op("histogram", _scoped(name), data, step, buckets=buckets, description=description)
-    if _rt_state.eager_scope:
-        name = _scoped(name)
-    target = _resolve(step)
+    target = _target(name, step, description)
     if target is None:
         return False
-    w, step = target
-    tag = clean_tag(name)
-    _check_description(description)
+    w, step, tag = target
     if buckets is None:
         buckets = bucketing.DEFAULT_BUCKET_COUNT
     elif isinstance(buckets, bool) or not hasattr(buckets, "__index__"):
@@ -315,14 +320,10 @@ def text(name: str, data: Any, step: Any = None, description: str | None = None)
     """
     if _rt_state.graph is not None:
         return in_graph.summary_op("text", _scoped(name), data, step, description=description)
-    if _rt_state.eager_scope:
-        name = _scoped(name)
-    target = _resolve(step)
+    target = _target(name, step, description)
     if target is None:
         return False
-    w, step = target
-    tag = clean_tag(name)
-    _check_description(description)
+    w, step, tag = target
     strings, shape = as_strings(data, "data")
     return w._write_event(protos.text_event(tag, strings, shape, step, _now(), description))
 
@@ -340,14 +341,10 @@ def image(name: str, data: Any, step: Any = None, max_outputs: int = 3,
     """
     if _rt_state.graph is not None:
         return in_graph.summary_op("image", _scoped(name), data, step, max_outputs=max_outputs, description=description)
-    if _rt_state.eager_scope:
-        name = _scoped(name)
-    target = _resolve(step)
+    target = _target(name, step, description)
     if target is None:
         return False
-    w, step = target
-    tag = clean_tag(name)
-    _check_description(description)
+    w, step, tag = target
     if isinstance(max_outputs, bool) or not hasattr(max_outputs, "__index__") or int(max_outputs) < 0:
         raise ValueError(f"max_outputs: expected an int >= 0, got {describe(max_outputs)}")
     images = imaging.tf_images(data, "data")
