@@ -1,31 +1,29 @@
 """numba helpers that compiled segments call, built from the interpreter's own kernels.
 
 Compiled and interpreted runs must give identical results, so segments never use
-numba's versions of transcendental functions or reductions: they call these
-ufuncs (made from the same scalar functions as `cpu_kernels`) and wrap the same 2-D
-reduction kernels (same float64 accumulation, same order).
+numba's versions of transcendental functions or reductions: they call the scalar
+functions of `cpu_kernels` (the ones the interpreter's ufuncs are made of) and wrap the
+same 2-D reduction kernels (same float64 accumulation, same order).
+
+`SCALAR` holds `njit` versions of every elementwise scalar function, compiled the way
+numba's `vectorize` compiles them for the interpreter (`error_model="numpy"`, no
+fastmath): a fused loop that calls `_K.tanh_(x)` per element computes exactly what the
+interpreter's `tanh_` ufunc computes, and LLVM inlines and vectorises it. They are not
+disk-cached themselves: a cached segment carries their machine code.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, vectorize
+from numba import njit
 
 from jitflow.runtime.ops import cpu_kernels as K
 
-# numpy runs the first loop the inputs cast to safely, so narrower types come first.
-_FLOAT = ["float32(float32)", "float64(float64)"]
-_NUMERIC = ["int32(int32)", "int64(int64)"] + _FLOAT
-
-exp = vectorize(_FLOAT, cache=True)(K.exp_)
-log = vectorize(_FLOAT, cache=True)(K.log_)
-sqrt = vectorize(_FLOAT, cache=True)(K.sqrt_)
-tanh = vectorize(_FLOAT, cache=True)(K.tanh_)
-sigmoid = vectorize(_FLOAT, cache=True)(K.sigmoid_)
-sin = vectorize(_FLOAT, cache=True)(K.sin_)
-cos = vectorize(_FLOAT, cache=True)(K.cos_)
-relu = vectorize(_NUMERIC, cache=True)(K.relu_)
-power = vectorize(["int32(int32, int32)", "int64(int64, int64)", "float32(float32, float32)",
-                   "float64(float64, float64)"], cache=True)(K.pow_)
+# -- scalar functions for fused loops -----------------------------------------------------
+SCALAR_NAMES = ("add_", "sub_", "mul_", "div_", "floordiv_", "mod_", "pow_", "eq_", "ne_", "lt_", "le_",
+                "gt_", "ge_", "and_", "or_", "not_", "neg_", "abs_", "exp_", "log_", "sqrt_", "square_",
+                "tanh_", "sigmoid_", "sin_", "cos_", "relu_", "sign_", "max_nan_", "min_nan_")
+SCALAR = {name: njit(nogil=True, error_model="numpy")(getattr(K, name)) for name in SCALAR_NAMES}
+globals().update(SCALAR)
 
 
 def _full(kernel_2d):

@@ -19,7 +19,8 @@ import threading
 from typing import Callable, Dict, Tuple
 
 import numpy as np
-from numba import njit, vectorize
+from numba import njit, types, vectorize
+from numba.extending import overload
 
 _lock = threading.Lock()
 
@@ -99,13 +100,61 @@ def exp_(a): return math.exp(a)
 def log_(a): return math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan)
 def sqrt_(a): return math.sqrt(a) if a >= 0 else math.nan
 def square_(a): return a * a
-def tanh_(a): return math.tanh(a)
+def tanh_(a): return _tanh(a)
 def sigmoid_(a): return 1.0 / (1.0 + math.exp(-a)) if a >= 0 else math.exp(a) / (1.0 + math.exp(a))
 def sin_(a): return math.sin(a)
 def cos_(a): return math.cos(a)
 def relu_(a): return a if a > 0 or a != a else 0  # NaN stays NaN; -0.0 and -inf give +0
 def sign_(a): return a if a != a else (a > 0) - (a < 0)  # NaN stays NaN, as np.sign / TF
 def isfinite_(a): return not (math.isinf(a) or math.isnan(a))  # inf - inf would raise FP flags
+
+
+# -- tanh: a rational approximation for float32, libm for float64 ------------------------
+# libm's tanhf is one opaque call per element (numba has no SVML here), ~1 GB/s; this
+# odd rational function p(x²)·x / q(x²) (Eigen's `generic_fast_tanh_float` coefficients)
+# is plain arithmetic that LLVM vectorises. Both tiers use it (the interpreter's ufunc and
+# the compiled tier's loops compile this same function), so their results stay identical.
+# Error bound, float32: max |tanh_(x) - tanh(x)| = 3.9e-7 against float64 tanh (every 7th
+# positive float32 checked; the function is odd), 4.2e-7 against np.tanh's float32 results
+# (10^7 uniform samples in [-12, 12]); the op tests allow 1e-6 + 2e-6·|tanh x|.
+# |x| < 4e-4 returns x (tanh x = x within float32 there; keeps -0.0 and subnormals),
+# |x| > 9 returns ±1 exactly (tanh rounds to 1 in float32), NaN stays NaN.
+_F32 = np.float32
+_TANH_CLAMP, _TANH_TINY, _TANH_SAT, _ONE = _F32(7.99881172180175781), _F32(4e-4), _F32(9.0), _F32(1.0)
+_TANH_P = (_F32(-2.76076847742355e-16), _F32(2.00018790482477e-13), _F32(-8.60467152213735e-11),
+           _F32(5.12229709037114e-08), _F32(1.48572235717979e-05), _F32(6.37261928875436e-04),
+           _F32(4.89352455891786e-03))
+_TANH_Q = (_F32(1.19825839466702e-06), _F32(1.18534705686654e-04), _F32(2.26843463243900e-03),
+           _F32(4.89352518554385e-03))
+_P13, _P11, _P9, _P7, _P5, _P3, _P1 = _TANH_P
+_Q6, _Q4, _Q2, _Q0 = _TANH_Q
+
+
+def tanh_float32(a):
+    """tanh of a float32 by the rational approximation above (selects only, no branches)."""
+    x = _TANH_CLAMP if a > _TANH_CLAMP else (-_TANH_CLAMP if a < -_TANH_CLAMP else a)  # NaN passes
+    x2 = x * x
+    p = ((((((x2 * _P13 + _P11) * x2 + _P9) * x2 + _P7) * x2 + _P5) * x2 + _P3) * x2 + _P1) * x
+    q = ((x2 * _Q6 + _Q4) * x2 + _Q2) * x2 + _Q0
+    r = p / q
+    r = a if abs(a) < _TANH_TINY else r
+    r = _ONE if a > _TANH_SAT else r
+    return -_ONE if a < -_TANH_SAT else r
+
+
+_tanh_float32_jit = njit(error_model="numpy")(tanh_float32)
+
+
+def _tanh(a):
+    """Python stand-in; compiled code resolves `_tanh` through the overload below."""
+    return tanh_float32(a) if isinstance(a, np.float32) else math.tanh(a)
+
+
+@overload(_tanh)
+def _tanh_overload(a):
+    if a == types.float32:
+        return lambda a: _tanh_float32_jit(a)
+    return lambda a: math.tanh(a)
 
 
 def max_nan_(a, b):

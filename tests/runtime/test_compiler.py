@@ -78,16 +78,32 @@ def test_python_steps_split_segments_and_still_run(cache_dir, capsys):
     def f(x):
         y = x * 2.0
         jf.print("between")
-        v.assign_add(1.0)
-        return jf.tanh(y) + v
+        v.assign_add(y)         # a Python step that needs the first segment's value
+        return jf.tanh(y) + v   # and a second segment that needs the Python step's
 
-    assert f(jf.constant(1.0)).numpy() == pytest.approx(np.tanh(2.0) + 1.0)
     assert f(jf.constant(1.0)).numpy() == pytest.approx(np.tanh(2.0) + 2.0)
+    assert f(jf.constant(1.0)).numpy() == pytest.approx(np.tanh(2.0) + 4.0)
     assert capsys.readouterr().out == "between\nbetween\n"
     plan = f.get_concrete_function(jf.constant(1.0))._fast
     kinds = ["segment" if isinstance(s, compiler.Segment) else s.op.tf_op for s in plan.steps]
-    assert kinds.count("segment") >= 2 and "PrintV2" in kinds and "AssignAddVariableOp" in kinds
-    assert kinds.index("PrintV2") > kinds.index("segment")
+    assert kinds.count("segment") == 2 and "PrintV2" in kinds and "AssignAddVariableOp" in kinds
+    first, last = kinds.index("segment"), len(kinds) - 1 - kinds[::-1].index("segment")
+    assert first < kinds.index("AssignAddVariableOp") < kinds.index("ReadVariableOp") < last
+
+
+def test_python_steps_that_need_no_segment_value_do_not_split_segments(cache_dir, capsys):
+    v = jf.Variable(1.0)
+
+    @jf.function(jit_compile=True)
+    def f(x):
+        y = jf.tanh(x * 2.0)
+        jf.print("independent")   # needs nothing computed: runs before the chain
+        return jf.exp(y) * v      # the variable read is hoisted too: one segment
+
+    assert f(jf.constant(0.5)).numpy() == pytest.approx(np.exp(np.tanh(1.0)), rel=1e-6)
+    plan = f.get_concrete_function(jf.constant(0.5))._fast
+    kinds = ["segment" if isinstance(s, compiler.Segment) else s.op.tf_op for s in plan.steps]
+    assert kinds.count("segment") == 1 and kinds[-1] == "segment"
 
 
 def test_tier_up_after_a_few_calls_happens_in_the_background(cache_dir):
@@ -183,3 +199,199 @@ def test_a_second_process_loads_compiled_code_from_the_cache(cache_dir):
     # The second process found the segment in numba's index and compiled nothing.
     assert "data saved" in runs[0].stdout + runs[0].stderr
     assert "data loaded" in runs[1].stdout + runs[1].stderr
+
+
+# -- fused loops: every element bit-identical to the interpreter ------------------------------------
+def _bits_equal(a, b, what):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, what
+    np.testing.assert_array_equal(a, b, err_msg=what)
+    if a.dtype.kind == "f":  # -0.0 vs 0.0 too (a NaN's sign bit means nothing: not compared)
+        assert np.array_equal(np.signbit(a) & ~np.isnan(a), np.signbit(b) & ~np.isnan(b)), what
+
+
+def _both_tiers(fn, *args):
+    outs = []
+    for jit in (False, True):
+        f = jf.function(fn, jit_compile=jit)
+        out = f(*[jf.constant(a) for a in args])
+        assert f.list_concrete_functions()[0].tier == ("compiled" if jit else "interpreter")
+        outs.append([o.numpy() for o in (out if isinstance(out, (list, tuple)) else [out])])
+    return outs
+
+
+def _special(dtype, shape, seed):
+    rng = np.random.default_rng(seed)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if np.dtype(dtype).kind == "i":
+        return rng.integers(-5, 6, shape).astype(dtype)
+    x = rng.normal(0, 3, shape).astype(dtype)
+    flat = x.reshape(-1)
+    specials = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, 9.5, -20.0, 3e-4]
+    flat[:min(len(specials), flat.size)] = specials[:flat.size]
+    return x
+
+
+_KIND_DTYPES = {"f": (np.float32, np.float64), "i": (np.int32, np.int64), "b": (np.bool_,)}
+
+
+def _op_dtypes():
+    from jitflow.runtime.ops import math_ops
+    for row in math_ops._BINARY:
+        for kind in row[3]:
+            for dt in _KIND_DTYPES.get(kind, ()):
+                yield row[0], 2, dt
+    for row in math_ops._UNARY:
+        for kind in row[3]:
+            for dt in _KIND_DTYPES.get(kind, ()):
+                yield row[0], 1, dt
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::jitflow.RetraceWarning")
+@pytest.mark.parametrize("op, arity, dtype", list(_op_dtypes()), ids=lambda v: getattr(v, "__name__", str(v)))
+def test_every_elementwise_op_in_a_fused_loop_matches_the_interpreter(cache_dir, op, arity, dtype):
+    from jitflow.runtime.ops.registry import apply
+    x = _special(dtype, (3, 4), 1)
+    shapes = [(3, 4), (4,), (3, 1), ()] if arity == 2 else [(3, 4)]
+    for shape in shapes:
+        args = (x,) if arity == 1 else (x, _special(dtype, shape, 2))
+        if op in ("FloorDiv", "FloorMod") and np.dtype(dtype).kind == "i":
+            args = (args[0], np.where(args[1] == 0, 1, args[1]).astype(dtype))  # ints: no x // 0
+        if op == "Pow" and np.dtype(dtype).kind == "i":
+            args = (args[0], np.abs(args[1]) % 3)
+
+        def body(*xs):
+            y = apply(op, list(xs))[0]
+            return y, apply(op, [y] * arity)[0] if y.dtype == xs[0].dtype else y  # a 2-op chain
+
+        interpreted, compiled = _both_tiers(body, *args)
+        for a, b in zip(interpreted, compiled):
+            _bits_equal(a, b, f"{op} {np.dtype(dtype).name} {shape}")
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::jitflow.RetraceWarning")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_fused_reductions_keep_the_interpreters_accumulation(cache_dir, dtype):
+    x = _special(dtype, (5, 7), 3) if np.dtype(dtype).kind == "i" else \
+        np.random.default_rng(4).normal(0, 1e4, (5, 7)).astype(dtype)
+
+    def body(x):
+        y = x * x - x
+        return (jf.reduce_sum(y), jf.reduce_mean(y), jf.reduce_prod(x * 1),
+                jf.reduce_sum(y, axis=[0, 1], keepdims=True), jf.reduce_sum(y, axis=0), jf.reduce_mean(y, axis=1),
+                y - jf.reduce_mean(y))  # a loop that needs its own reduction starts a second loop
+
+    interpreted, compiled = _both_tiers(body, x)
+    for a, b in zip(interpreted, compiled):
+        _bits_equal(a, b, f"reductions {np.dtype(dtype).name}")
+
+
+def test_big_elementwise_chains_run_in_parallel_and_stay_identical(cache_dir, monkeypatch):
+    from jitflow.runtime import compiler_codegen
+    monkeypatch.setattr(compiler_codegen, "PARALLEL_MIN_CPUS", 1)
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.uniform(-3, 3, 1 << 20).astype(np.float32) for _ in range(3))
+    interpreted, compiled = _both_tiers(lambda a, b, c: (jf.tanh(a * b + c), jf.sigmoid(a) - b), a, b, c)
+    for x, y in zip(interpreted, compiled):
+        _bits_equal(x, y, "big")
+    f = jf.function(lambda a, b, c: jf.tanh(a * b + c), jit_compile=True)
+    f(a, b, c)
+    plan = f.list_concrete_functions()[0]._fast
+    assert compiler_codegen.PARALLEL_MIN_ELEMENTS <= a.size
+    assert plan.segments[0].parallel and "prange" in plan.module_source
+    assert plan.segments[0].allocations  # the output is allocated by numpy (huge pages)
+
+
+def test_big_outputs_are_reused_only_when_nobody_holds_them(cache_dir):
+    x = np.linspace(-1, 1, 1 << 19).astype(np.float32)  # 2 MiB: allocated by the caller
+    f = jf.function(lambda x: x * 2.0 + 1.0, jit_compile=True)
+    kept = [f(jf.constant(x)) for _ in range(3)]
+    arrays = [np.asarray(t) for t in kept]
+    assert len({a.__array_interface__["data"][0] for a in arrays}) == 3  # three live buffers
+    view = np.asarray(f(jf.constant(x)))[10:20]  # only a view survives the call
+    first = view.copy()
+    f(jf.constant(x * 0))
+    np.testing.assert_array_equal(view, first)
+    addresses = {np.asarray(f(jf.constant(x))).__array_interface__["data"][0] for _ in range(3)}
+    assert len(addresses) == 1  # dropped at once each time: the same buffer every call
+
+
+def test_scalars_between_segments_and_python_steps_keep_their_dtype(cache_dir, capsys):
+    v = jf.Variable(np.int32(2))
+
+    def body(x, n):
+        total = jf.reduce_sum(x)           # a float32 scalar out of a segment ...
+        jf.print(total)                    # ... into a Python step
+        count = jf.reduce_sum(n) * 3       # an int32 scalar
+        v.assign_add(count)
+        return total * x, count + v, jf.cast(count, jf.float32) / total
+
+    x = np.linspace(-1, 2, 6).astype(np.float32)
+    n = np.arange(4, dtype=np.int32)
+    interpreted, compiled = _both_tiers(body, x, n)
+    for a, b in zip(interpreted, compiled):
+        assert a.dtype == b.dtype
+    np.testing.assert_array_equal(interpreted[0], compiled[0])
+    np.testing.assert_array_equal(interpreted[2], compiled[2])
+    out = capsys.readouterr().out.split()
+    assert out[0] == out[1]
+
+
+def test_a_training_step_updates_weights_identically(cache_dir):
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(16, 12)).astype(np.float32)
+    y = rng.integers(0, 5, 16).astype(np.int32)
+    init = [rng.normal(size=(12, 8)).astype(np.float32) * 0.3, np.zeros(8, np.float32),
+            rng.normal(size=(8, 5)).astype(np.float32) * 0.3, np.zeros(5, np.float32)]
+    results = []
+    for jit in (False, True):
+        params = [jf.Variable(p.copy()) for p in init]
+        opt = jf.optimizers.Adam(0.01)
+
+        @jf.function(jit_compile=jit)
+        def step(x, y):
+            with jf.GradientTape() as tape:
+                h = jf.nn.relu(jf.matmul(x, params[0]) + params[1])
+                logits = jf.matmul(h, params[2]) + params[3]
+                loss = jf.reduce_mean(jf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+            opt.apply_gradients(zip(tape.gradient(loss, params), params))
+            return loss
+
+        losses = [step(jf.constant(x), jf.constant(y)).numpy() for _ in range(3)]
+        assert step.list_concrete_functions()[-1].tier == ("compiled" if jit else "interpreter")
+        results.append(losses + [p.numpy() for p in params])
+    for a, b in zip(*results):
+        _bits_equal(a, b, "training")
+
+
+def test_segments_accept_views_read_only_and_0d_arguments(cache_dir):
+    w = jf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3))
+
+    @jf.function(jit_compile=True)
+    def f(x, s):
+        return jf.reduce_sum(x * w + s)
+
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    view = base.T[:3, :2].T  # non-contiguous
+    frozen = np.ones((2, 3), np.float32)
+    frozen.flags.writeable = False
+    for x in (view, frozen, np.ones((2, 3), np.float32)):
+        t = jf.constant(x)
+        want = float(np.sum(np.asarray(x, np.float64) * w.numpy() + 0.5))
+        assert f(t, jf.constant(np.float32(0.5))).numpy() == pytest.approx(want, rel=1e-6)
+    w.assign(frozen)  # a variable holding a read-only array
+    assert f(jf.constant(frozen), jf.constant(np.float32(0.5))).numpy() == pytest.approx(9.0)
+    assert f.list_concrete_functions()[0].tier == "compiled"
+
+
+def test_graphs_mixing_strings_and_numbers_compile_the_numbers(cache_dir, capsys):
+    @jf.function(jit_compile=True)
+    def f(x):
+        jf.print(jf.constant("x is"), x)
+        return jf.tanh(x * 2.0) + jf.cast(jf.size(x), jf.float32)
+
+    out = f(jf.constant([0.5, -0.25]))
+    np.testing.assert_allclose(out.numpy(), np.tanh([1.0, -0.5]) + 2.0, rtol=1e-6)
+    assert f.list_concrete_functions()[0].tier == "compiled"
+    assert "x is" in capsys.readouterr().out
