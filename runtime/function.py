@@ -161,7 +161,7 @@ class ConcreteFunction:
         self.outputs = list(graph.outputs)
         self._out_dtypes = [t._dtype for t in graph.outputs]
         self._single = isinstance(output_template, _Out)
-        self._plan = Plan(graph, self.inputs + [ph for _, ph in self._captures], graph.outputs)
+        self._interpreter: Optional[Plan] = None  # built on first use (see `_plan`)
         self._fast: Optional[Plan] = None   # the compiled tier, once ready
         self._compile_state = "pending"    # pending → compiling → compiled | failed | never
         self.compile_seconds: Optional[float] = None
@@ -264,6 +264,16 @@ class ConcreteFunction:
         if self._single:
             return _wrap(outs[0], self._out_dtypes[0])
         return self._pack(self._template, outs)
+
+    @property
+    def _plan(self) -> Plan:
+        """The per-op interpreter plan, built on first use: a function compiled up front
+        (or loaded from the disk cache) never pays for building it unless it is profiled."""
+        plan = self._interpreter
+        if plan is None:
+            plan = self._interpreter = Plan(self.graph, self.inputs + [ph for _, ph in self._captures],
+                                            self.graph.outputs)
+        return plan
 
     # -- tiers: interpreter first, compiled when it pays off ----------------------------
     def _tier_up(self) -> None:
@@ -882,7 +892,7 @@ def _call_kernel(*feeds, f):
         if sink is not None:
             sink.graph_run(f, timings, start, time.perf_counter_ns(), threading.get_ident())
     else:
-        outs = f._plan(*feeds)
+        outs = (f._fast or f._plan)(*feeds)
     return outs[0] if len(outs) == 1 else outs
 
 
