@@ -79,5 +79,9 @@ initializers = _namespace("initializers", "Initializers (TF's tf.initializers / 
 train = _namespace("train", "Checkpoints (TF's tf.train).", Checkpoint=_ckpt.Checkpoint,
                    CheckpointManager=_ckpt.CheckpointManager, latest_checkpoint=_ckpt.latest_checkpoint)
 
+# -- devices (issue 7): jf.config (+ jf.config.experimental) and jf.device ------------------
+from jitflow.runtime import config  # noqa: E402,F401
+from jitflow.runtime.devices import device  # noqa: E402,F401
+
 # TF spells the boolean dtype `tf.bool`; set it last so this module never shadows the builtin.
 globals()["bool"] = bool_  # noqa: F405

@@ -34,4 +34,8 @@ from .checkpoint import Checkpoint, CheckpointManager, latest_checkpoint
 from .initializers import (constant_initializer, ones_initializer, random_normal_initializer,
                            random_uniform_initializer, zeros_initializer)
 
+# -- devices (issue 7): jf.config, jf.device; CUDA kernels load on first use of a GPU ------
+from . import config, devices, placement
+from .devices import device
+
 __all__ = [name for name in dir() if not name.startswith("_")]

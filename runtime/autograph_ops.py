@@ -268,7 +268,7 @@ def _probe_return_value(body, set_state, get_state, initial, names, counter) -> 
 def _positive(delta: Any) -> bool:
     from .tensor import EagerTensor
     if isinstance(delta, EagerTensor):
-        return bool(delta._value > 0)
+        return bool(delta._host() > 0)
     if isinstance(delta, SymbolicTensor):
         node = delta.node
         if node.op.tf_op == "Const":

@@ -53,6 +53,7 @@ from . import module as _module
 from . import optimizers as _optimizers
 from .errors import DataLossError, NotFoundError
 from .module import Module
+from .tensor import host_array
 from .variables import Variable
 
 FORMAT = "jitflow.checkpoint"
@@ -154,9 +155,9 @@ class _Graph:
                 raise TypeError(f"cannot save {obj.name}: checkpoints hold numeric and bool variables, not "
                                 "strings")
             key = f"n{i}"
-            node["variable"] = {"key": key, "dtype": obj.dtype.name, "shape": list(np.shape(obj._value)),
+            node["variable"] = {"key": key, "dtype": obj.dtype.name, "shape": list(obj._value.shape),
                                 "name": obj.name}
-            out[key] = np.asarray(obj._value)
+            out[key] = np.asarray(host_array(obj._value))
         return out
 
 

@@ -19,6 +19,7 @@ class _State(threading.local):
     def __init__(self) -> None:
         self.graph: Optional["Graph"] = None
         self.eager_scope: str = ""
+        self.device: Optional[str] = None  # the innermost jf.device(...) spec, e.g. "/device:GPU:0"
 
 
 _state = _State()

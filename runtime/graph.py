@@ -136,7 +136,7 @@ class Graph:
         if isinstance(value, EagerTensor) and value._value.size <= EAGER_CONST_THRESHOLD:
             from .ops.array_ops import graph_constant
             with context.graph_scope(self):
-                const = graph_constant(value._value, value._dtype)
+                const = graph_constant(value._host(), value._dtype)
             # Keep `value` alive so its id is not reused while this entry exists.
             self.captures[key] = (value, const)
             self._folded.add(key)

@@ -5,6 +5,7 @@ Both kinds share `Tensor`, whose Python operators are installed by `ops.operator
 """
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
@@ -69,7 +70,11 @@ class TensorRef:
 
 
 class EagerTensor(Tensor):
-    """A concrete tensor: an immutable numpy array with a jitflow dtype."""
+    """A concrete tensor: an immutable array with a jitflow dtype and a device.
+
+    On the CPU the array is numpy; on a GPU it is a numba device array, and everything
+    that needs the value on the host (`numpy()`, `bool()`, printing) copies it back.
+    """
 
     __slots__ = ("_value", "_dtype", "_device")
 
@@ -80,21 +85,30 @@ class EagerTensor(Tensor):
 
     @property
     def _dims(self):
-        return self._value.shape
+        value = self._value
+        return value.shape if value.__class__ is np.ndarray else tuple(value.shape)
 
     @property
     def device(self) -> str:
         return self._device
 
+    def _host(self) -> np.ndarray:
+        """The value in host memory (a copy from the device for a GPU tensor)."""
+        value = self._value
+        return value if value.__class__ is np.ndarray else host_array(value)
+
     def numpy(self):
         """The value as numpy: a fresh, writable array (as TF), or a numpy scalar / `bytes` for rank 0."""
         value = self._value
+        if value.__class__ is not np.ndarray:
+            value = host_array(value)
+            return value[()] if value.ndim == 0 else value  # already a fresh copy
         if value.ndim == 0:
             return value[()]
         return value.copy()
 
     def __array__(self, dtype=None, copy=None):
-        return readonly_array(self._value, dtype, copy)
+        return readonly_array(self._host(), dtype, copy)
 
     def __len__(self) -> int:
         if self._value.ndim == 0:
@@ -104,38 +118,56 @@ class EagerTensor(Tensor):
     def __iter__(self):
         if self._value.ndim == 0:
             raise TypeError("iteration over a scalar jf.Tensor")
+        if self._value.__class__ is not np.ndarray:  # a device array: unstack on its device
+            from .ops.registry import apply
+            yield from apply("Unpack", [self], {"num": self._value.shape[0], "axis": 0})
+            return
         for i in range(self._value.shape[0]):
             yield EagerTensor(self._value[i], self._dtype, self._device)
 
     def __bool__(self) -> bool:
-        return bool(self._value)
+        return bool(self._host())
 
     def __int__(self) -> int:
-        return int(self._value)
+        return int(self._host())
 
     def __float__(self) -> float:
-        return float(self._value)
+        return float(self._host())
 
     def __index__(self) -> int:
         if not self._dtype.is_integer:
             raise TypeError(f"only integer tensors can be used as an index; got dtype {self._dtype.name}")
-        return int(self._value)
+        return int(self._host())
 
     def __format__(self, spec: str) -> str:
         if spec and self._value.ndim == 0:
-            return format(self._value[()], spec)
+            return format(self._host()[()], spec)
         return str(self) if not spec else format(str(self), spec)
 
     def __str__(self) -> str:
-        text = numpy_text(self._value, is_repr=False)
+        text = numpy_text(self._host(), is_repr=False)
         return f"jf.Tensor({text}, shape={format_dims(self._dims)}, dtype={self._dtype.name})"
 
     def __repr__(self) -> str:
-        text = numpy_text(self._value, is_repr=True)
+        text = numpy_text(self._host(), is_repr=True)
         return f"<jf.Tensor: shape={format_dims(self._dims)}, dtype={self._dtype.name}, numpy={text}>"
 
     def __reduce__(self):
-        return (constant_from_numpy, (self._value, self._dtype.name))
+        return (constant_from_numpy, (self._host(), self._dtype.name))
+
+
+def host_array(value: Any) -> Any:
+    """`value` in host memory: a device array is copied back (waiting for it); anything else passes.
+
+    Looks for the device-memory module without importing it: without a GPU in use there
+    are no device arrays, and nothing here may import numba.cuda.
+    """
+    if value.__class__ is np.ndarray:
+        return value
+    dm = sys.modules.get(__name__.rsplit(".", 1)[0] + ".device_memory")
+    if dm is not None and dm.is_device_array(value):
+        return dm.to_host(value)
+    return value
 
 
 def readonly_array(value: np.ndarray, dtype=None, copy=None) -> np.ndarray:

@@ -4,6 +4,9 @@ A variable holds a numpy array that is *replaced* on assignment, never written i
 place, so a tensor read earlier keeps its value (TF's copy-on-write semantics). In a
 graph a variable is a captured resource: `ReadVariableOp` reads it and
 `AssignAddVariableOp` & co. update it each time the graph runs.
+
+With a GPU visible a new variable lives on it (or on the device of the enclosing
+`jf.device` scope), as in TF: it then holds a device array, and its ops run there.
 """
 from __future__ import annotations
 
@@ -12,14 +15,14 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import context
+from . import context, devices
 from . import dtypes as _dt
 from .errors import FailedPreconditionError, InvalidArgumentError
 from .ops.constant_op import TensorConvertible, convert_to_tensor, to_numpy
 from .ops import registry
 from .ops.registry import apply, register
 from .shapes import TensorShape, format_dims, is_compatible
-from .tensor import EagerTensor, SymbolicTensor, Tensor, numpy_text, readonly_array
+from .tensor import CPU0, EagerTensor, SymbolicTensor, Tensor, host_array, numpy_text, readonly_array
 
 _creation_hooks: list = []  # called with each new variable (jf.function enforces its rule)
 
@@ -108,6 +111,7 @@ class Variable(TensorConvertible):
     """
 
     _uid_lock = threading.Lock()
+    _device_name = CPU0
 
     def __init__(self, initial_value: Any = None, trainable: bool = True, name: Optional[str] = None,
                  dtype: Any = None, shape: Any = None) -> None:
@@ -136,6 +140,10 @@ class Variable(TensorConvertible):
         if not is_compatible(self._shape, value_shape):
             raise ValueError(f"shape: initial value has shape {format_dims(value_shape)}, "
                              f"incompatible with shape={format_dims(self._shape)}")
+        if devices.active:  # a GPU may be visible: live where TF would put the variable
+            from . import placement
+            self._device_name = placement.variable_device(self._dtype)
+            value = placement.place_value(value, self._device_name)
         self._value = value
         self._trainable = bool(trainable)
         base = name if name is not None else "Variable"
@@ -151,7 +159,7 @@ class Variable(TensorConvertible):
     def _initial_array(initial_value: Any, dtype: Any) -> np.ndarray:
         dt = _dt.as_dtype(dtype) if dtype is not None else None
         if isinstance(initial_value, Variable):
-            initial_value = initial_value._value
+            initial_value = host_array(initial_value._value)
         if isinstance(initial_value, SymbolicTensor):
             folded = _evaluate_outside_graph(initial_value)
             if folded is not None:
@@ -161,7 +169,7 @@ class Variable(TensorConvertible):
                 "A variable created inside a function must be initialised from constants or values "
                 "computed outside it; create it before the function, or in __init__ of a jf.Module.")
         if isinstance(initial_value, EagerTensor):
-            arr = initial_value._value
+            arr = initial_value._host()
             if dt is not None and dt is not initial_value._dtype:
                 arr = arr.astype(dt.as_numpy_dtype)
             return arr
@@ -189,8 +197,7 @@ class Variable(TensorConvertible):
 
     @property
     def device(self) -> str:
-        from .tensor import CPU0
-        return CPU0
+        return self._device_name
 
     @property
     def ndim(self) -> int:
@@ -211,11 +218,14 @@ class Variable(TensorConvertible):
         value = self._value
         if value is None:
             _read_kernel(self, self._dtype)
+        if value.__class__ is not np.ndarray:  # on a GPU: the copy back is fresh already
+            value = host_array(value)
+            return value[()] if value.ndim == 0 else value
         return value[()] if value.ndim == 0 else value.copy()
 
     def read_value(self) -> Tensor:
         if context._state.graph is None and not registry.tape_active:
-            return EagerTensor(_read_kernel(self, self._dtype), self._dtype)
+            return EagerTensor(_read_kernel(self, self._dtype), self._dtype, self._device_name)
         return apply("ReadVariableOp", [self], {"dtype": self._dtype, "_shape": self._shape},
                      name="ReadVariableOp")[0]
 
@@ -230,7 +240,7 @@ class Variable(TensorConvertible):
         value = self._value
         if value is None:
             _read_kernel(self, self._dtype)
-        return readonly_array(value, dtype, copy)  # writing to it must not change the variable
+        return readonly_array(host_array(value), dtype, copy)  # writing to it must not change the variable
 
     # -- writing ------------------------------------------------------------------------
     def _update(self, op: str, value: Any, read_value: bool):
@@ -259,7 +269,7 @@ class Variable(TensorConvertible):
             return (f"<jf.Variable '{self._name}' shape={format_dims(self._shape)} "
                     f"dtype={self._dtype.name}, (uninitialised)>")
         return (f"<jf.Variable '{self._name}' shape={format_dims(value.shape)} "
-                f"dtype={self._dtype.name}, numpy={numpy_text(value, is_repr=True)}>")
+                f"dtype={self._dtype.name}, numpy={numpy_text(host_array(value), is_repr=True)}>")
 
     def __str__(self) -> str:
         return repr(self)
@@ -268,19 +278,22 @@ class Variable(TensorConvertible):
         return id(self)
 
     def __bool__(self) -> bool:
-        return bool(self._value)
+        return bool(host_array(self._value))
 
     def __len__(self) -> int:
-        return len(self._value)
+        value = self._value
+        if value.__class__ is np.ndarray or value.ndim == 0:
+            return len(value)
+        return value.shape[0]
 
     def __int__(self) -> int:
-        return int(self._value)
+        return int(host_array(self._value))
 
     def __float__(self) -> float:
-        return float(self._value)
+        return float(host_array(self._value))
 
     def __index__(self) -> int:
-        return int(self._value)
+        return int(host_array(self._value))
 
     def ref(self):
         return self

@@ -5,6 +5,10 @@ and once per graph run (with per-node timings from the plan's timed variant); ea
 becomes `OpEvent`s (a graph run's only when an exporter reads `FunctionRun.events`, so
 that recording stays cheap). `jf.profiler.Trace` regions (training steps) are
 `Region`s. All times are `perf_counter_ns`; `wall_ns()` converts to the epoch for exporters.
+
+Ops that ran on a GPU also come with their kernel times from CUDA events (a graph run's
+in `FunctionRun.device_ticks`, eager ones as `device_op` calls): those are the
+`device_events`, on the GPU's own line in profiles and its device in step stats.
 """
 from __future__ import annotations
 
@@ -53,6 +57,7 @@ class FunctionRun:
     outputs: List[tuple]      # per node run: ((dtype name, shape, bytes), ...)
     nodes: List[Any]          # the capture's node table
     parent: Optional[str] = None     # name of the calling function's node, for nested calls
+    device_ticks: Optional[List[tuple]] = None   # (index into `nodes`, device, start_ns, end_ns) per GPU op
     _events: Optional[List[OpEvent]] = field(default=None, repr=False, compare=False)
 
     @property
@@ -68,6 +73,16 @@ class FunctionRun:
                                             tuple(t.name for t in node.inputs), name))
         return self._events
 
+    @property
+    def device_events(self) -> List[OpEvent]:
+        """The GPU ops of this run, timed by CUDA events (thread_id 0: the device's stream)."""
+        out = []
+        for k, device, start, end in self.device_ticks or ():
+            node = self.nodes[k]
+            out.append(OpEvent(node.name, node.op.tf_op, start, end, 0, device, [],
+                               tuple(t.name for t in node.inputs), self.concrete.name))
+        return out
+
 
 @dataclass
 class Region:
@@ -80,6 +95,8 @@ class Region:
 
 
 def describe_output(value: Any, dtype: Any) -> Output:
+    if hasattr(value, "__cuda_array_interface__") or hasattr(value, "__cuda_ndarray__"):  # a device array
+        return (dtype.name, tuple(value.shape), int(value.nbytes))
     try:
         arr = value if isinstance(value, np.ndarray) else np.asarray(value)
         return (dtype.name, tuple(arr.shape), int(arr.nbytes))
@@ -96,6 +113,7 @@ class Capture:
         self.eager: List[OpEvent] = []
         self.regions: List[Region] = []
         self.thread_names: Dict[int, str] = {}
+        self.device: List[OpEvent] = []           # eager ops' GPU kernels (CUDA event times)
         self._nodes: List[Any] = []              # graph nodes seen, referenced by index from runs
         self._node_index: Dict[int, int] = {}    # id(node) → index in _nodes
         self._described: Dict[int, tuple] = {}    # node index → its latest output description
@@ -147,7 +165,12 @@ class Capture:
                 described = tuple(describe_output(v, t._dtype) for v, t in zip(value if outs else (), outs))
             ticks.extend((k, t0, t1))
             outputs.append(described)
-        run = FunctionRun(concrete, start_ns, end_ns, thread_id, ticks, outputs, self._nodes, parent)
+        device = getattr(timings, "device", None)  # GPU ops' (node, device, start, end), if any ran
+        if device:
+            device = [(index.get(id(node)) if id(node) in index else self._add_node(node), dev, t0, t1)
+                      for node, dev, t0, t1 in device]
+        run = FunctionRun(concrete, start_ns, end_ns, thread_id, ticks, outputs, self._nodes, parent,
+                          device_ticks=device or None)
         with self._lock:
             self._name_thread(thread_id)
             self.runs.append(run)
@@ -159,6 +182,21 @@ class Capture:
                 k = self._node_index[id(node)] = len(self._nodes)
                 self._nodes.append(node)  # kept alive here, so its id is not reused
             return k
+
+    def device_op(self, name: str, op_type: str, device: str, start_ns: int, end_ns: int,
+                  function: Optional[str] = None) -> None:
+        """An eager op's kernel on a GPU, timed by CUDA events."""
+        event = OpEvent(name, op_type, start_ns, end_ns, 0, device, function=function)
+        with self._lock:
+            self.device.append(event)
+
+    def device_events(self) -> List[OpEvent]:
+        """Every GPU op seen (graph runs' and eager), by start time."""
+        events = list(self.device)
+        for run in self.runs:
+            if run.device_ticks:
+                events.extend(run.device_events)
+        return sorted(events, key=lambda e: e.start_ns)
 
     def region(self, region: Region) -> None:
         with self._lock:

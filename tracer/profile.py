@@ -8,6 +8,10 @@ outermost, then each function run (`__inference_f_3`), its name scopes, and its 
 (named `node:OpType`, TF's convention for framework ops), plus eager ops (with
 `is_eager`, so xprof's op statistics say "Eager"). Two exports within one second get
 `<timestamp>_1`, `_2`, ... run directories instead of overwriting each other.
+
+Ops that ran on a GPU are on the host rows as their launches and, with their CUDA-event
+times, on a plane of their own per GPU (`/device:GPU:0`, one "Stream" line), which the
+Chrome trace shows as a separate process.
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ from .capture import Capture, OpEvent
 from .xplane import PlaneBuilder, XSpace
 
 HOST_PLANE = "/host:CPU"
+GPU_LINE = "Stream #0(Compute)"
 
 
 @dataclass
@@ -92,6 +97,16 @@ def _op_span(e: OpEvent, category: str) -> Span:
     return Span(f"{e.name}:{e.op_type}", category, e.start_ns, e.end_ns, e.thread_id, args)
 
 
+def device_spans(capture: Capture) -> Dict[str, List[Span]]:
+    """GPU op spans by plane name (`/device:GPU:0`), from the capture's CUDA-event times."""
+    out: Dict[str, List[Span]] = {}
+    for e in capture.device_events():
+        span = _op_span(e, "device")
+        span.args["device"] = e.device
+        out.setdefault("/device:" + e.device.rsplit("/device:", 1)[-1], []).append(span)
+    return out
+
+
 def _step_of(span: Span, steps: List[Span]) -> Optional[int]:
     for step in steps:
         if step.thread_id == span.thread_id and step.start_ns <= span.start_ns <= step.end_ns:
@@ -101,10 +116,12 @@ def _step_of(span: Span, steps: List[Span]) -> Optional[int]:
 
 def build_xspace(capture: Capture, host: str) -> Any:
     all_spans = spans(capture)
+    gpu = device_spans(capture)
     builder = PlaneBuilder(1, HOST_PLANE)
     steps = [s for s in all_spans if s.category == "step"]
     threads = sorted({s.thread_id for s in all_spans})
-    origin = min((s.start_ns for s in all_spans), default=capture.started_ns)
+    origin = min([s.start_ns for s in all_spans] + [s.start_ns for g in gpu.values() for s in g],
+                 default=capture.started_ns)
     lines = {}
     for i, tid in enumerate(threads):
         lines[tid] = builder.line(i + 1, capture.thread_names.get(tid, f"thread {tid}"), capture.wall_ns(origin))
@@ -125,6 +142,15 @@ def build_xspace(capture: Capture, host: str) -> Any:
             line.duration_ps = last
     space = XSpace(hostnames=[host])
     space.planes.append(builder.plane)
+    for i, (name, device) in enumerate(sorted(gpu.items())):
+        plane = PlaneBuilder(i + 2, name)
+        line = plane.line(1, GPU_LINE, capture.wall_ns(origin))
+        for span in sorted(device, key=lambda s: s.start_ns):
+            event = line.events.add(metadata_id=plane.event_metadata(span.name), offset_ps=(span.start_ns - origin) * 1000,
+                                    duration_ps=max(0, span.end_ns - span.start_ns) * 1000)
+            event.stats.extend(plane.stat(k, v) for k, v in span.args.items())
+        line.duration_ps = max((e.offset_ps + e.duration_ps for e in line.events), default=0)
+        space.planes.append(plane.plane)
     return space
 
 
@@ -136,7 +162,9 @@ def chrome_trace(capture: Capture) -> Dict[str, Any]:
     past its scope's end, and Perfetto then drops the mis-nested slice.
     """
     all_spans = spans(capture)
-    origin = min([capture.started_ns] + [s.start_ns for s in all_spans])
+    gpu = device_spans(capture)
+    origin = min([capture.started_ns] + [s.start_ns for s in all_spans]
+                 + [s.start_ns for g in gpu.values() for s in g])
     tids = {tid: i + 1 for i, tid in enumerate(sorted({s.thread_id for s in all_spans}))}
     events: List[Dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
                                      "args": {"name": f"jitflow {HOST_PLANE}"}}]
@@ -148,6 +176,13 @@ def chrome_trace(capture: Capture) -> Dict[str, Any]:
                        "ts": (span.start_ns - origin) / 1000.0,
                        "dur": max(0, span.end_ns - span.start_ns) / 1000.0,
                        "pid": 1, "tid": tids[span.thread_id], "args": span.args})
+    for pid, (name, device) in enumerate(sorted(gpu.items()), start=2):  # a process per GPU
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": f"jitflow {name}"}})
+        events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": 1, "args": {"name": GPU_LINE}})
+        for span in device:
+            events.append({"name": span.name, "cat": span.category, "ph": "X",
+                           "ts": (span.start_ns - origin) / 1000.0, "dur": max(0, span.end_ns - span.start_ns) / 1000.0,
+                           "pid": pid, "tid": 1, "args": span.args})
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": {"origin_unix_ns": capture.wall_ns(origin), "producer": "jitflow"}}
 

@@ -3,7 +3,9 @@
 TensorBoard merges several `function_graphs` by prefixing each graph's nodes with
 `graph_<i>/`; step stats use the same prefixes so that every `NodeExecStats.node_name`
 names a node of the merged graph (that is how the view colours nodes by compute time
-and memory). Eager ops have no graph node, so they go to the profile only.
+and memory). Eager ops have no graph node, so they go to the profile only. A node that
+ran on a GPU is listed under that GPU with its kernel's CUDA-event times (its host-side
+launch is in the profile).
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ def _node_stats(event: OpEvent, name: str, capture: Capture) -> step_stats_pb2.N
         timeline_label=f"{name} = {event.op_type}({', '.join(event.inputs)})",
     )
     total = 0
+    allocator = f"GPU_{event.device.rsplit(':', 1)[1]}_bfc" if ":GPU:" in event.device else "cpu"
     for slot, (dtype_name, shape, nbytes) in enumerate(event.outputs):
         dtype = _dt.as_dtype(dtype_name) if dtype_name in ("float16", "float32", "float64", "int8", "int16",
                                                            "int32", "int64", "uint8", "bool", "string") else None
@@ -44,11 +47,11 @@ def _node_stats(event: OpEvent, name: str, capture: Capture) -> step_stats_pb2.N
                 dtype=dtype.tf_enum if dtype else 0,
                 shape=shape_proto(shape),
                 allocation_description=allocation_description_pb2.AllocationDescription(
-                    requested_bytes=nbytes, allocated_bytes=nbytes, allocator_name="cpu"))))
+                    requested_bytes=nbytes, allocated_bytes=nbytes, allocator_name=allocator))))
         total += nbytes
     if total:
         stats.memory.append(step_stats_pb2.AllocatorMemoryUsed(
-            allocator_name="cpu", total_bytes=total, peak_bytes=total, live_bytes=0))
+            allocator_name=allocator, total_bytes=total, peak_bytes=total, live_bytes=0))
     return stats
 
 
@@ -64,7 +67,16 @@ def build(capture: Capture, include_graphs: bool = True) -> config_pb2.RunMetada
     by_device: Dict[str, List[step_stats_pb2.NodeExecStats]] = {}
     for run in capture.runs:
         p = prefix[id(run.concrete)]
+        on_gpu = run.device_events if run.device_ticks else []
+        timed = {e.name for e in on_gpu}
         for event in run.events:
+            if event.name not in timed:
+                by_device.setdefault(event.device, []).append(_node_stats(event, p + event.name, capture))
+        hosts = {e.name: e for e in run.events} if on_gpu else {}
+        for event in on_gpu:
+            host = hosts.get(event.name)
+            if host is not None:
+                event.outputs = host.outputs
             by_device.setdefault(event.device, []).append(_node_stats(event, p + event.name, capture))
     for device, stats in by_device.items():
         dev = meta.step_stats.dev_stats.add(device=device)

@@ -15,7 +15,7 @@ from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
 from ..shapes import format_dims, merge
 from ..tensor import EagerTensor, SymbolicTensor, Tensor
-from .constant_op import constant, convert_to_tensor, graph_constant  # noqa: F401 - re-export
+from .constant_op import _new, constant, convert_to_tensor, graph_constant  # noqa: F401 - re-export
 from .infer import broadcast_dims, check_kind, normalize_axis, same_as_input, same_dtype
 from .registry import apply, register
 
@@ -25,7 +25,7 @@ def _static_ints(value: Any, what: str) -> Optional[List[int]]:
     if isinstance(value, SymbolicTensor):
         return None
     if isinstance(value, EagerTensor):
-        value = value._value.tolist()
+        value = value._host().tolist()
     elif isinstance(value, np.ndarray):
         value = value.tolist()
     if isinstance(value, (int, np.integer)):
@@ -275,8 +275,12 @@ def _unpack_infer(specs, attrs):
     return [(dims[:axis] + dims[axis + 1:], dtype)] * num
 
 
-register("Unpack", _unpack_infer, public_name="unstack", default_name="unstack",
-         cpu=lambda x, num, axis: tuple(np.moveaxis(np.asarray(x), axis, 0)))
+def _unpack_kernel(x, num, axis):
+    parts = tuple(np.moveaxis(np.asarray(x), axis, 0))
+    return parts[0] if num == 1 else parts  # one output is returned bare, as by every kernel
+
+
+register("Unpack", _unpack_infer, public_name="unstack", default_name="unstack", cpu=_unpack_kernel)
 
 
 def unstack(value, num=None, axis=0, name=None):
@@ -453,15 +457,15 @@ def fill(dims, value, name=None):
 def zeros(shape, dtype=_dt.float32, name=None):
     dtype = _dt.as_dtype(dtype)
     if context._state.graph is None:
-        return EagerTensor(np.zeros(_check_dims(shape), dtype.as_numpy_dtype)
-                           if not dtype.is_string else np.full(_check_dims(shape), b"", dtype=object), dtype)
+        return _new(EagerTensor(np.zeros(_check_dims(shape), dtype.as_numpy_dtype)
+                                if not dtype.is_string else np.full(_check_dims(shape), b"", dtype=object), dtype))
     return fill(shape, constant(0 if not dtype.is_string else "", dtype), name=name or "zeros")
 
 
 def ones(shape, dtype=_dt.float32, name=None):
     dtype = _dt.as_dtype(dtype)
     if context._state.graph is None:
-        return EagerTensor(np.ones(_check_dims(shape), dtype.as_numpy_dtype), dtype)
+        return _new(EagerTensor(np.ones(_check_dims(shape), dtype.as_numpy_dtype), dtype))
     return fill(shape, constant(1, dtype), name=name or "ones")
 
 
@@ -512,7 +516,7 @@ register("Range", _range_infer, cpu=_range_kernel, public_name="range", default_
 def _known_value(t: Tensor) -> Optional[np.ndarray]:
     """The value of an eager tensor or of a graph constant; None when only known at run time."""
     if isinstance(t, EagerTensor):
-        return t._value
+        return t._host()
     if t.node.op.tf_op == "Const":
         return t.node.attrs["value"]
     return None

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import context
+from .. import context, devices
 from .. import dtypes as _dt
 from ..shapes import format_dims, normalize
 from ..tensor import EagerTensor, SymbolicTensor, Tensor
@@ -177,7 +177,7 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: Optional[st
     if isinstance(value, Tensor):
         if isinstance(value, SymbolicTensor):
             raise TypeError(f"value: jf.constant needs a concrete value, got the symbolic tensor {value.name}")
-        arr = value._value
+        arr = value._host()
         if dt is not None and dt is not value._dtype:
             raise TypeError(f"value has dtype {value._dtype.name}, which does not match dtype={dt.name}; "
                             "use jf.cast to convert between dtypes")
@@ -199,7 +199,15 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: Optional[st
         out_dtype = _dt.string if arr.dtype == object else _dt.as_dtype(arr.dtype)
     if context._state.graph is not None:
         return graph_constant(arr, out_dtype, name or "Const")
-    return EagerTensor(arr, out_dtype)
+    return _new(EagerTensor(arr, out_dtype))
+
+
+def _new(tensor: EagerTensor) -> EagerTensor:
+    """A new eager tensor, moved to the device of an enclosing `jf.device` scope (a GPU)."""
+    if devices.active and context._state.device is not None:
+        from ..placement import place_new
+        return place_new(tensor)
+    return tensor
 
 
 def convert_to_tensor(value: Any, dtype: Any = None, name: Optional[str] = None,

@@ -148,7 +148,7 @@ def _py_func_kernel(*arrays, func, Tout, single):  # noqa: N803 - TF attr name
     out = []
     for value, dt in zip(results, Tout):
         tensor = convert_to_tensor(value, dtype_hint=dt)
-        arr = np.asarray(tensor._value)
+        arr = tensor._host() if isinstance(tensor, EagerTensor) else np.asarray(tensor._value)
         if tensor._dtype is not dt:
             raise TypeError(f"py_function: {getattr(func, '__name__', func)} returned dtype "
                             f"{tensor._dtype.name}; Tout declares {dt.name}")

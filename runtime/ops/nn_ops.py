@@ -53,9 +53,10 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
                                    "its last dimension")
     classes = logits._dims[-1] if logits._dims is not None and logits._dims[-1] is not None else None
     if isinstance(labels, EagerTensor) and classes is not None:
-        bad = (labels._value < 0) | (labels._value >= classes)
+        values = labels._host()
+        bad = (values < 0) | (values >= classes)
         if bad.any():
-            raise InvalidArgumentError(f"labels: received a label value of {labels._value[bad].flat[0]}, "
+            raise InvalidArgumentError(f"labels: received a label value of {values[bad].flat[0]}, "
                                        f"which is outside the valid range [0, {classes})")
     depth = classes if classes is not None else A.shape(logits)[-1]
     target = one_hot(labels, depth, dtype=logits.dtype)

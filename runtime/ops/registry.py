@@ -10,12 +10,13 @@ against. Gradients (`OpDef.gradient`) are filled in by the autodiff module.
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import context, instrument
+from .. import context, devices, instrument
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
 from ..tensor import EagerTensor, SymbolicTensor, Tensor
@@ -49,7 +50,11 @@ OPS: Dict[str, OpDef] = {}
 # Set by `autodiff` while any GradientTape records: apply() reports each op to it.
 tape_active = False
 tape_hook: Optional[Callable[..., None]] = None
+# "cuda" (`ops/cuda_kernels.py`) is added on first use of a GPU: it imports numba.cuda.
 KERNELS: Dict[str, Dict[str, Kernel]] = {"reference": {}, "cpu": {}}
+# `placement.run_eager`, installed by the placement module: eager ops go there while
+# `devices.active` (a GPU may be visible), so the CPU path below pays one flag check.
+placed_eager: Optional[Callable[..., List[Tensor]]] = None
 
 
 def register(tf_op: str, infer: InferFn, *, cpu: Kernel, reference: Optional[Kernel] = None,
@@ -75,9 +80,17 @@ def kernel_attrs(attrs: Dict[str, Any]) -> Dict[str, Any]:
 
 def bind_kernel(op: OpDef, backend: str, attrs: Dict[str, Any], in_dtypes: Sequence[_dt.DType]) -> Callable:
     """A callable(*arrays) running `op` with `attrs` on `backend`, specialised if it can be."""
-    kernel = KERNELS[backend][op.tf_op]
+    table = KERNELS.get(backend)
+    if table is None:  # "cuda": built on first use
+        from .. import placement
+        table = placement.cuda_table()
+    kernel = table[op.tf_op]
     kattrs = kernel_attrs(attrs)
-    if op.bind is not None:
+    if backend == "cuda":  # CUDA kernels specialise themselves (op.bind is for the CPU kernels)
+        bind = getattr(kernel, "bind", None)
+        if bind is not None:
+            return bind(kattrs, in_dtypes)
+    elif op.bind is not None:
         return op.bind(kernel, kattrs, in_dtypes)
     return functools.partial(kernel, **kattrs) if kattrs else kernel
 
@@ -91,7 +104,8 @@ def apply(tf_op: str, inputs: Sequence[Any], attrs: Dict[str, Any] = EMPTY_ATTRS
     op = OPS[tf_op]
     graph = context._state.graph
     if graph is None:
-        outputs = _run_eager(op, inputs, attrs)
+        outputs = (placed_eager(op, inputs, attrs) if devices.active and placed_eager is not None
+                   else _run_eager(op, inputs, attrs))
     else:
         outputs = _add_to_graph(graph, op, inputs, attrs, name)
     if tape_active:
@@ -139,8 +153,19 @@ def _run_eager(op: OpDef, inputs: Sequence[Any], attrs: Dict[str, Any]) -> List[
 
 def _wrap(value: Any, dtype: _dt.DType) -> EagerTensor:
     if value.__class__ is not np.ndarray:
+        device = device_of(value)
+        if device is not None:
+            return EagerTensor(value, dtype, device)
         value = np.asarray(value, dtype=dtype.as_numpy_dtype)
     return EagerTensor(value, dtype)
+
+
+def device_of(value: Any) -> Optional[str]:
+    """The GPU a device array lives on; None for host values (and always without CUDA)."""
+    dm = sys.modules.get(__name__.rsplit(".", 2)[0] + ".device_memory")
+    if dm is not None and dm.is_device_array(value):
+        return dm.current_gpu_name()
+    return None
 
 
 def graph_input(graph, value: Any) -> SymbolicTensor:
@@ -154,4 +179,7 @@ def _add_to_graph(graph, op: OpDef, inputs: Sequence[Any], attrs: Dict[str, Any]
                   name: Optional[str]) -> List[Tensor]:
     g_inputs = [graph_input(graph, t) for t in inputs]
     out_specs = _infer(op, [(t._dims, t._dtype) for t in g_inputs], attrs)
-    return graph.add_node(op, g_inputs, attrs, out_specs, name).outputs
+    node = graph.add_node(op, g_inputs, attrs, out_specs, name)
+    if context._state.device is not None:  # inside `with jf.device(...)`
+        node.device = context._state.device
+    return node.outputs

@@ -1,0 +1,171 @@
+"""Every CUDA kernel compiles for a real GPU, with every argument type the ops pass it.
+
+The simulator runs kernels as Python, so it cannot catch what numba's CUDA compiler
+rejects (typing, unsupported conversions such as float16 ones, atomics on a dtype).
+This module runs without the simulator and compiles each primitive in
+`runtime/ops/cuda_primitives.py` to PTX for compute capability 7.5 (matmul also for 9.0,
+the H100) with numba's NVVM: no GPU is needed. Where NVVM itself is missing, kernels are
+still typed and lowered to LLVM IR (`compile_cuda`), which catches the same type errors.
+"""
+from __future__ import annotations
+
+import types as pytypes
+from typing import Any, List, Tuple
+
+import numpy as np
+import pytest
+
+from numba import cuda, from_dtype
+from numba import types as T
+import numba.cuda.dispatcher as _dispatcher
+
+from jitflow.runtime import devices
+from jitflow.runtime.ops import cpu_kernels as K
+from jitflow.runtime.ops import cuda_kernels as CK
+from jitflow.runtime.ops import cuda_primitives as P
+from jitflow.runtime.ops import math_ops as M
+
+CC = (7, 5)
+FLOATS = [np.float32, np.float64]                 # float16 is computed in float32
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8]
+ALL = [np.float16] + FLOATS + INTS + [np.bool_]   # what data movement and casts see
+CORE_INTS = [np.int8, np.int32, np.int64, np.uint8]  # arithmetic: int16 types like int8/int32
+I64 = T.int64
+
+
+def arr(dtype: Any) -> T.Array:
+    return T.Array(from_dtype(np.dtype(dtype)), 1, "C")
+
+
+def tup(n: int) -> T.UniTuple:
+    return T.UniTuple(I64, n)
+
+
+def _nvvm_available() -> bool:
+    try:
+        from numba.cuda.cudadrv import nvvm
+        nvvm.NVVM()
+        return True
+    except Exception:
+        return False
+
+
+NVVM = _nvvm_available()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_device_needed():
+    """Device functions compile for the current device's architecture: give them one."""
+    assert not devices.simulated(), "this module must run without NUMBA_ENABLE_CUDASIM"
+    saved = _dispatcher.get_current_device
+    _dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=CC)
+    yield
+    _dispatcher.get_current_device = saved
+
+
+_compiled: set = set()
+
+
+def compile_all(kernel: Any, signatures: List[Tuple], cc: Tuple[int, int] = CC) -> int:
+    """Compile `kernel` for each signature (once); raise naming the signature that failed."""
+    for sig in signatures:
+        if (kernel, sig, cc) in _compiled:  # e.g. Mean's kernels are Sum's
+            continue
+        _compiled.add((kernel, sig, cc))
+        try:
+            if NVVM:
+                ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=cc)
+                assert ".entry" in ptx
+            else:
+                from numba.cuda.compiler import compile_cuda
+                compile_cuda(kernel.py_func, T.void, sig, cc=cc)
+        except Exception as e:
+            raise AssertionError(f"{kernel.py_func.__qualname__}{sig} does not compile for sm_{cc[0]}{cc[1]}: "
+                                 f"{type(e).__name__}: {str(e)[:2000]}") from None
+    return len(signatures)
+
+
+def _kinds(kinds: str) -> list:
+    return (FLOATS if "f" in kinds else []) + (CORE_INTS if "i" in kinds else []) + ([np.bool_] if "b" in kinds else [])
+
+
+def test_elementwise_kernels():
+    n = 0
+    for op, _pub, _name, kinds, out, fn, _ref in M._BINARY:
+        for dt in _kinds(kinds):
+            o = np.bool_ if out is not None else dt
+            n += compile_all(P.map2_flat(fn), [(arr(o), arr(dt), arr(dt))])
+            if dt in (np.float32, np.int32, np.bool_):  # the strided variant adds only index arithmetic
+                n += compile_all(P.map2(fn), [(arr(o), arr(dt), tup(2), arr(dt), tup(2), tup(2))])
+    for op, _pub, _name, kinds, fn, _ref in M._UNARY:
+        fn = CK._DEVICE_VARIANTS.get(fn, fn)
+        for dt in _kinds(kinds):
+            n += compile_all(P.map1_flat(fn), [(arr(dt), arr(dt))])
+    for dt in FLOATS:
+        n += compile_all(P.map1_flat(K.isfinite_), [(arr(np.bool_), arr(dt))])
+    for dt in FLOATS + INTS + [np.bool_]:
+        n += compile_all(P.map3(P.select_), [(arr(dt), arr(np.bool_), tup(1), arr(dt), tup(1), arr(dt), tup(1), tup(1))])
+    assert n > 100
+
+
+def test_casts_and_data_movement_for_every_dtype():
+    n = 0
+    for src in ALL:
+        for dst in ALL:
+            if src is np.float16 and dst is np.bool_:
+                continue  # `cuda_kernels.cast` goes through float32 (NVVM rejects this conversion)
+            n += compile_all(P.map1_flat(P.identity_), [(arr(dst), arr(src))])
+        n += compile_all(P.map1(P.identity_), [(arr(src), arr(src), I64, tup(1), tup(1))])
+        n += compile_all(P.copy_strided, [(arr(src), I64, tup(r), arr(src), I64, tup(r), tup(r), I64) for r in (1, 3)])
+        n += compile_all(P.fill, [(arr(src), T.float64), (arr(src), I64)])
+        n += compile_all(P.gather, [(arr(src), arr(i), arr(src), I64, I64, I64) for i in (np.int32, np.int64)])
+        n += compile_all(P.scatter_rows, [(arr(src), arr(np.int32), arr(src), I64, I64, I64)])
+    for dt in FLOATS + INTS:
+        n += compile_all(P.arange, [(arr(dt), arr(dt), arr(dt))])
+        n += compile_all(P.mean_finish, [(arr(dt), arr(dt), I64, T.boolean)])
+    for dt in (np.float32, np.float64, np.int32, np.int64):  # what UnsortedSegmentSum widens to
+        n += compile_all(P.segment_sum, [(arr(dt), arr(i), arr(dt), I64, I64, I64) for i in (np.int32, np.int64)])
+    assert n > 100
+
+
+def test_reductions():
+    n = 0
+    for op, (fn, identity, to_bool) in CK._REDUCTIONS.items():
+        for dt in ([np.bool_] if to_bool else FLOATS + CORE_INTS):
+            acc = "float64" if np.dtype(dt).kind == "f" else "int64"
+            init = T.float64 if acc == "float64" else I64
+            out = np.bool_ if to_bool else dt
+            n += compile_all(P.row_reduce(fn, acc), [(arr(dt), I64, I64, init, arr(out))])
+            n += compile_all(P.rows_by_thread(fn), [(arr(dt), I64, init, arr(out))])
+            if dt in (np.float32, np.int8, np.bool_):  # a long row: partial results (acc dtype), then out
+                n += compile_all(P.row_reduce(fn, acc), [(arr(dt), I64, I64, init, arr(np.dtype(acc))),
+                                                         (arr(np.dtype(acc)), I64, I64, init, arr(out))])
+    for greater in (True, False):
+        for dt in FLOATS + CORE_INTS:
+            acc = "float64" if np.dtype(dt).kind == "f" else "int64"
+            n += compile_all(P.row_arg(greater, acc), [(arr(dt), I64, arr(o)) for o in (np.int32, np.int64)])
+    for dt in FLOATS:
+        n += compile_all(P.row_softmax, [(arr(dt), I64, arr(dt), T.boolean)])
+    assert n > 40
+
+
+def test_matmul():
+    n = 0
+    for cc in (CC, (9, 0)):
+        for dt, acc, zero in [(np.float32, "float32", T.float32), (np.float64, "float64", T.float64)] + \
+                [(i, "int64", I64) for i in INTS]:
+            n += compile_all(P.matmul(acc), [(arr(dt), tup(3), arr(dt), tup(3), arr(dt), I64, I64, I64, I64, zero)],
+                             cc=cc)
+    assert n == 14
+
+
+def test_random():
+    from numba.cuda.random import xoroshiro128p_dtype
+    states = arr(xoroshiro128p_dtype)
+    n = 0
+    for dt in FLOATS:
+        n += compile_all(P.random_normal, [(states, arr(dt), arr(dt), arr(dt))])
+        n += compile_all(P.random_uniform, [(states, arr(dt), arr(dt), arr(dt), T.float64)])
+    for dt in INTS:
+        n += compile_all(P.random_uniform_int, [(states, arr(dt), arr(dt), arr(dt))])
+    assert n == 9
