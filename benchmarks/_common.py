@@ -270,3 +270,26 @@ def import_optional(name: str, setup: Optional[Callable[[], None]] = None):
     except Exception as e:  # ImportError, but also broken installs (e.g. protobuf clashes)
         return None, f"{type(e).__name__}: {e}".splitlines()[0], time.perf_counter_ns() - start
     return module, None, time.perf_counter_ns() - start
+
+
+# -- the shared workloads: one source, run against any namespace (jf, tf, a numpy shim) -----
+def make_small(m: Any) -> Callable:
+    """reduce_sum(tanh(a * b + c)) against namespace `m`."""
+    def small(a, b, c):
+        return m.reduce_sum(m.tanh(a * b + c))
+    return small
+
+
+def make_chain(m: Any, n_ops: int) -> Callable:
+    """An `n_ops`-op elementwise chain: (mul, add, tanh) repeated, remainder mul/add."""
+    rounds, rest = divmod(n_ops, 3)
+
+    def chain(x):
+        for _ in range(rounds):
+            x = m.tanh(x * 0.5 + 0.1)
+        if rest >= 1:
+            x = x * 0.5
+        if rest >= 2:
+            x = x + 0.1
+        return x
+    return chain

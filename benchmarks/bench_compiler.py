@@ -150,24 +150,7 @@ def _plain_runner(fn: Callable, inputs: Sequence[np.ndarray], njit_options: Opti
 
 
 # -- (a) small and (b) chain: one source per framework namespace ----------------------------------
-def small_fn(m: Any) -> Callable:
-    def small(a, b, c):
-        return m.reduce_sum(m.tanh(a * b + c))
-    return small
-
-
-def chain_fn(m: Any, n_ops: int) -> Callable:
-    rounds, rest = divmod(n_ops, 3)
-
-    def chain(x):
-        for _ in range(rounds):
-            x = m.tanh(x * 0.5 + 0.1)
-        if rest >= 1:
-            x = x * 0.5
-        if rest >= 2:
-            x = x + 0.1
-        return x
-    return chain
+small_fn, chain_fn = C.make_small, C.make_chain
 
 
 def small_floor(a, b, c):

@@ -60,26 +60,7 @@ KERNELS = ("mul_", "add_", "tanh_", "reduce_sum_2d")
 
 
 # -- the benchmarked Python code (one source, three namespaces) -----------------------------
-def make_small(m: Any) -> Callable:
-    """reduce_sum(tanh(a * b + c)) against namespace `m` (jf, tf or a numpy shim)."""
-    def small(a, b, c):
-        return m.reduce_sum(m.tanh(a * b + c))
-    return small
-
-
-def make_chain(m: Any, n_ops: int) -> Callable:
-    """An `n_ops`-op elementwise chain: (mul, add, tanh) repeated, remainder mul/add."""
-    rounds, rest = divmod(n_ops, 3)
-
-    def chain(x):
-        for _ in range(rounds):
-            x = m.tanh(x * 0.5 + 0.1)
-        if rest >= 1:
-            x = x * 0.5
-        if rest >= 2:
-            x = x + 0.1
-        return x
-    return chain
+make_small, make_chain = C.make_small, C.make_chain
 
 
 NUMPY_NS = types.SimpleNamespace(tanh=np.tanh, reduce_sum=np.sum)
