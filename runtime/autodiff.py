@@ -165,8 +165,6 @@ class GradientTape:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one set of "
                                "gradients; create it with GradientTape(persistent=True) to call gradient() "
                                "more than once.")
-        if self._recording and not self._persistent:
-            pass  # TF allows it (with a warning); the computation is simply recorded as well
         self._used = True
         targets = [convert_to_tensor(t) if isinstance(t, TensorConvertible) else t for t in _flatten(target)]
         flat_sources = _flatten(sources)
