@@ -293,3 +293,13 @@ def make_chain(m: Any, n_ops: int) -> Callable:
             x = x + 0.1
         return x
     return chain
+
+
+def run_benchmark(opts: Any, run: Callable, print_report: Callable[[dict], None]) -> int:
+    """The shared `main`: run with progress on stderr, print the report, optionally save JSON."""
+    payload = run(opts, log=lambda s: print(s, file=sys.stderr, flush=True))
+    print_report(payload)
+    if opts.json_path:
+        write_json(opts.json_path, payload)
+        print(f"\nwrote {opts.json_path}")
+    return 0

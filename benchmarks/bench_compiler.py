@@ -727,13 +727,7 @@ def _run(opts: Options, notes: List[str], log: Callable[[str], None]) -> Dict[st
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    opts = parse_args(argv)
-    payload = run(opts, log=lambda s: print(s, file=sys.stderr, flush=True))
-    print_report(payload)
-    if opts.json_path:
-        C.write_json(opts.json_path, payload)
-        print(f"\nwrote {opts.json_path}")
-    return 0
+    return C.run_benchmark(parse_args(argv), run, print_report)
 
 
 if __name__ == "__main__":

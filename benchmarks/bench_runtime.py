@@ -388,13 +388,7 @@ def run(opts: Options, log: Callable[[str], None] = lambda s: None) -> Dict[str,
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    opts = parse_args(argv)
-    payload = run(opts, log=lambda s: print(s, file=sys.stderr, flush=True))
-    print_report(payload)
-    if opts.json_path:
-        C.write_json(opts.json_path, payload)
-        print(f"\nwrote {opts.json_path}")
-    return 0
+    return C.run_benchmark(parse_args(argv), run, print_report)
 
 
 if __name__ == "__main__":
