@@ -12,12 +12,12 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
 
-# Stamps re-install only when pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml | $(PY)
+# Stamps re-install only when pyproject.toml or the C accelerator changes.
+$(VENV)/.installed: pyproject.toml runtime/_direct.c | $(PY)
 	$(PIP) install -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(PY)
+$(VENV)/.installed-test: pyproject.toml runtime/_direct.c | $(PY)
 	$(PIP) install -e '.[test]'
 	touch $(VENV)/.installed $@
 

@@ -24,6 +24,13 @@ class _State(threading.local):
 
 _state = _State()
 
+# How many graph scopes are open in all threads. Zero means no thread is tracing, which the
+# direct call path of `jf.function` checks with one global read instead of a thread-local
+# one; a trace in any thread only sends calls down the general path, which checks this
+# thread's own state.
+scopes_open = 0
+_scopes_lock = threading.Lock()
+
 
 def current_graph() -> Optional["Graph"]:
     """The graph being traced in this thread, or None when executing eagerly."""
@@ -38,12 +45,17 @@ def executing_eagerly() -> bool:
 @contextlib.contextmanager
 def graph_scope(graph: Optional["Graph"]):
     """Make `graph` (or eager execution, for None) current for the block."""
+    global scopes_open
     saved = _state.graph
     _state.graph = graph
+    with _scopes_lock:
+        scopes_open += 1
     try:
         yield graph
     finally:
         _state.graph = saved
+        with _scopes_lock:
+            scopes_open -= 1
 
 
 def init_scope():

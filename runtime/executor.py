@@ -24,7 +24,7 @@ events. Without a GPU none of this is generated: the plain plan above is unchang
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -296,13 +296,46 @@ class Plan:
         lines += ["        " + line for line in body]
         return "\n".join(lines) + "\n", env, line_nodes
 
-    def _annotate(self, exc: BaseException) -> None:
+    def entry(self, n_args: int, captured: Sequence[Any], epilogue: Sequence[str],
+              env: Dict[str, Any]) -> Callable:
+        """This plan's code as one function of the argument feeds only, for the direct call
+        path: `run(f0, ..., f{n_args-1})` with the captured feeds bound as constants, and the
+        outputs left for the `epilogue` lines (which use names from `env`) to turn into the
+        call's result: the tuple in `_outs`, or for a plan of one output that output in `_out`.
+        Errors are annotated with the node, as by `__call__`. Returns None for a placed plan,
+        whose code has another shape."""
+        if self.placement is not None:
+            return None
+        lines = self._source.rstrip("\n").split("\n")
+        body, last = lines[1:-1], lines[-1]
+        assert last.startswith("    return ("), last
+        params = [f"f{i}" for i in range(n_args)]
+        namespace = dict(self._env)
+        namespace.update(env)
+        namespace.update({f"f{n_args + i}": value for i, value in enumerate(captured)})
+        shifted = {line + 1: node for line, node in self._line_nodes.items()}  # one line for `try:`
+        filename = f"<jitflow graph {self.graph.name} (direct)>"
+        namespace["_annotate"] = lambda exc: self._annotate(exc, shifted, filename)
+        source = "\n".join(
+            [f"def run({', '.join(params)}):", "    try:"]
+            + ["    " + line for line in body]
+            + [_bind_outputs(last, len(self.outputs)),
+               "    except Exception as exc:", "        _annotate(exc)", "        raise"]
+            + list(epilogue)) + "\n"
+        code = compile(source, filename, "exec")
+        exec(code, namespace)  # noqa: S102 - generated from this plan's own source
+        return namespace["run"]
+
+    def _annotate(self, exc: BaseException, line_nodes: Optional[Dict[int, Node]] = None,
+                  filename: Optional[str] = None) -> None:
         """Name the graph node whose kernel raised, from the generated code's line."""
+        line_nodes = self._line_nodes if line_nodes is None else line_nodes
+        filename = filename or f"<jitflow graph {self.graph.name}>"
         tb = exc.__traceback__
         node = None
         while tb is not None:
-            if tb.tb_frame.f_code.co_filename.startswith("<jitflow graph"):
-                node = self._line_nodes.get(tb.tb_lineno)
+            if tb.tb_frame.f_code.co_filename == filename:
+                node = line_nodes.get(tb.tb_lineno)
             tb = tb.tb_next
         if node is not None and hasattr(exc, "add_note"):
             exc.add_note(f"  while running node {node.name!r} ({node.op.tf_op}) of graph {self.graph.name!r}")
@@ -311,6 +344,14 @@ class Plan:
     def source(self) -> str:
         """The generated Python source (useful when debugging a plan)."""
         return self._source
+
+
+def _bind_outputs(return_line: str, n_outputs: int) -> str:
+    """`    return (a, b,)` as `_outs = (a, b,)`; `    return (a,)` as `_out = a`."""
+    results = return_line[len("    return "):]
+    if n_outputs == 1:
+        return "        _out = " + results[1:-2]
+    return "        _outs = " + results
 
 
 class TimedRecords(list):

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import autodiff, autograph, autograph_ops, compiler, context, instrument
+from . import autodiff, autograph, autograph_ops, compiler, context, direct_call, instrument
 from . import trace_records as _records
 from . import variables as _variables
 from .errors import InputSignatureError
@@ -38,6 +38,7 @@ from .tensor import EagerTensor, SymbolicTensor, Tensor, TensorSpec
 from .trace_types import TENSOR, ArgChange, closest, key_to_spec, make_key, matches, relax_key
 
 RETRACE_WARNING_TRACES = 5
+_SETTLED = ("compiled", "never", "failed")  # tiers that will not change by themselves
 RETRACE_WARNING_WINDOW = 10
 
 _function_ids = itertools.count(1)
@@ -45,8 +46,8 @@ _concrete_ids = itertools.count(1)
 _code_traces: Counter = Counter()     # code object -> Function objects that traced it
 _code_warned: set = set()
 
-# Frames in the runtime itself are skipped when finding the user's call site.
-_PACKAGE_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+# Frames in the runtime itself (and its generated code) are skipped when finding the user's call site.
+_PACKAGE_DIRS = (os.path.dirname(os.path.abspath(__file__)) + os.sep, "<jitflow")
 
 
 # -- variable-creation policy during traces ------------------------------------------
@@ -315,6 +316,7 @@ class ConcreteFunction:
                 record.compile_seconds = plan.compile_seconds
         self._fast = plan
         self._compile_state = "compiled"
+        self.function._direct.clear()  # runners bound to the interpreter plan are rebuilt on the next call
 
     @property
     def tier(self) -> str:
@@ -412,7 +414,7 @@ def _conform(value: Any, spec: TensorSpec, path: str, fname: str) -> Any:
 
 
 # -- Function ----------------------------------------------------------------------------
-class Function:
+class Function(direct_call.FunctionBase):
     """A polymorphic traced function: holds one ConcreteFunction per input signature.
 
     Create with `@jf.function` / `jf.function(fn, input_signature=...)`.
@@ -441,6 +443,12 @@ class Function:
         self._n_params = len(self._params)
         self._input_signature = self._check_signature(input_signature)
         self._cache: Dict[Tuple, ConcreteFunction] = {}
+        # The direct path (see direct_call): settled concrete functions by argument (dtype, shape)s.
+        # The direct path (see direct_call): FunctionBase holds `_direct`, the settled
+        # concrete functions' runners by argument (dtype, shape)s, and `_call_count`.
+        self._direct_ok = self._simple and self._input_signature is None
+        if self._direct_ok:
+            direct_call.enable(self, self._n_params)
         self._relaxed: List[Tuple[Tuple, ConcreteFunction]] = []
         self._concretes: List[ConcreteFunction] = []
         self._signature_cf: Optional[ConcreteFunction] = None
@@ -450,7 +458,6 @@ class Function:
         self._instances_by_id: Dict[int, Tuple[Any, Function]] = {}
         self._id = next(_function_ids)
         self.tracing_count = 0
-        self._call_count = 0
         self._trace_calls: deque = deque(maxlen=RETRACE_WARNING_WINDOW)
         self._warned = False
 
@@ -547,8 +554,10 @@ class Function:
                 cf = self._trace_new(key, values, leaves, serve=False)
         return cf
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self._call_count += 1
+    # Calling: FunctionBase.__call__ counts the call and takes the direct path when it can,
+    # else calls `_call_general`.
+    def _call_general(self, *args: Any, **kwargs: Any) -> Any:
+        """A call the direct path did not take: bind, key, find or trace, run."""
         if self._input_signature is not None:
             leaves = self._bind_signature(args, kwargs)
             cf = self._signature_cf or self._signature_function(_records.FIRST_CALL)
@@ -568,7 +577,18 @@ class Function:
                     if isinstance(served, _Served):
                         return served.result
                     cf = served
-        return cf._call_flat(leaves)
+        result = cf._call_flat(leaves)
+        if self._direct_ok and cf._compile_state in _SETTLED:
+            self._enable_direct(values, cf)
+        return result
+
+    def _enable_direct(self, values: tuple, cf: ConcreteFunction) -> None:
+        """Let later calls with these argument types go straight to `cf` (see direct_call)."""
+        key = direct_call.table_key(values)
+        if key is not None and key not in self._direct:
+            entry = direct_call.table_entry(cf)
+            if entry is not None:
+                self._direct[key] = entry
 
     def __repr__(self) -> str:
         return f"<jf.Function {self._qualname} ({self.tracing_count} traces)>"

@@ -79,6 +79,7 @@ class EagerTensor(Tensor):
     __slots__ = ("_value", "_dtype", "_device")
 
     def __init__(self, value: np.ndarray, dtype: _dt.DType, device: str = CPU0) -> None:
+        # runtime/_direct.c builds host tensors without calling this: keep the two in step.
         self._value = value
         self._dtype = dtype
         self._device = device
