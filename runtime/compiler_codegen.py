@@ -106,10 +106,11 @@ def _reshape(node: Node, a: List[str]) -> str:
 
 
 def _matmul(node: Node, a: List[str]) -> str:
-    # Transposed operands are copied to C order first, exactly as the interpreter's kernel
-    # does: BLAS may sum in another order for a transposed operand.
-    x = f"np.ascontiguousarray({a[0]}.T)" if node.attrs["transpose_a"] else a[0]
-    y = f"np.ascontiguousarray({a[1]}.T)" if node.attrs["transpose_b"] else a[1]
+    # A transposed operand is passed as its F-ordered view (BLAS takes it as a flag), exactly
+    # as the interpreter's kernel does: copying it to C order would cost a strided pass and
+    # could sum in another order than the interpreter.
+    x = f"{a[0]}.T" if node.attrs["transpose_a"] else a[0]
+    y = f"{a[1]}.T" if node.attrs["transpose_b"] else a[1]
     return f"np.dot({x}, {y})"
 
 

@@ -458,6 +458,13 @@ def _matmul_infer(specs, attrs):
     return [(batch + (m, n), ta)]
 
 
+def _blas_operand(x: np.ndarray) -> np.ndarray:
+    """`x` as BLAS takes it without a copy: C- or F-ordered (a transposed matrix is an
+    F-ordered view and goes as a flag); anything else is copied to C order."""
+    flags = x.flags
+    return x if flags.c_contiguous or flags.f_contiguous else np.ascontiguousarray(x)
+
+
 def _matmul_kernel(a, b, transpose_a, transpose_b):
     a = np.asarray(a)
     b = np.asarray(b)
@@ -470,7 +477,7 @@ def _matmul_kernel(a, b, transpose_a, transpose_b):
         a, b = a.astype(np.float32), b.astype(np.float32)
     if a.ndim == 2 and b.ndim == 2:
         if a.dtype.kind == "f":
-            out = K.matmul_float_2d(np.ascontiguousarray(a), np.ascontiguousarray(b))
+            out = K.matmul_float_2d(_blas_operand(a), _blas_operand(b))
         else:
             out = np.empty((a.shape[0], b.shape[1]), a.dtype)
             K.matmul_int_3d(a[None], b[None], out[None])
