@@ -264,28 +264,32 @@ def _mlp_plain_runner(data: MLPData, njit_options: Optional[dict]) -> Runner:
     return Runner(make, lambda out: _np_list(out), lambda: [p.copy() for p in params])
 
 
+def _mlp_train_step(m: Any, data: MLPData, optimizer: Optional[Any], model: Dict[str, Any]) -> Callable:
+    """The train step in namespace `m` (jf or tf: the same API), with fresh variables in
+    `model["vars"]`; without an optimizer, plain `assign_sub` updates."""
+    variables = model["vars"] = [m.Variable(p.copy()) for p in data.params]
+
+    def train_step(x, y):
+        w1, b1, w2, b2 = variables
+        with m.GradientTape() as tape:
+            h = m.nn.relu(m.matmul(x, w1) + b1)
+            logits = m.matmul(h, w2) + b2
+            loss = m.reduce_mean(m.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+        grads = tape.gradient(loss, variables)
+        if optimizer is not None:
+            optimizer.apply_gradients(zip(grads, variables))
+        else:
+            for v, g in zip(variables, grads):
+                v.assign_sub(data.lr * g)
+        return loss
+    return train_step
+
+
 def _mlp_jf_runner(jf: Any, data: MLPData, jit: Optional[bool]) -> Runner:
     model: Dict[str, Any] = {}
 
     def build(tag: str) -> Callable:
-        variables = [jf.Variable(p.copy()) for p in data.params]
-        opt = jf.optimizers.SGD(data.lr) if hasattr(jf, "optimizers") else None
-        model["vars"] = variables
-
-        def train_step(x, y):
-            w1, b1, w2, b2 = variables
-            with jf.GradientTape() as tape:
-                h = jf.nn.relu(jf.matmul(x, w1) + b1)
-                logits = jf.matmul(h, w2) + b2
-                loss = jf.reduce_mean(jf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
-            grads = tape.gradient(loss, variables)
-            if opt is not None:
-                opt.apply_gradients(zip(grads, variables))
-            else:
-                for v, g in zip(variables, grads):
-                    v.assign_sub(data.lr * g)
-            return loss
-        return train_step
+        return _mlp_train_step(jf, data, jf.optimizers.SGD(data.lr), model)
     return _jf_runner(jf, build, [data.x, data.y], jit, lambda: [v.numpy() for v in model["vars"]])
 
 
@@ -293,27 +297,11 @@ def _mlp_tf_runner(tf: Any, data: MLPData) -> Runner:
     model: Dict[str, Any] = {}
 
     def build(tag: str) -> Callable:
-        variables = [tf.Variable(p.copy()) for p in data.params]
         try:
-            opt = tf.keras.optimizers.SGD(data.lr)
+            optimizer = tf.keras.optimizers.SGD(data.lr)
         except Exception:  # keras missing: plain updates
-            opt = None
-        model["vars"] = variables
-
-        def train_step(x, y):
-            w1, b1, w2, b2 = variables
-            with tf.GradientTape() as tape:
-                h = tf.nn.relu(tf.matmul(x, w1) + b1)
-                logits = tf.matmul(h, w2) + b2
-                loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
-            grads = tape.gradient(loss, variables)
-            if opt is not None:
-                opt.apply_gradients(zip(grads, variables))
-            else:
-                for v, g in zip(variables, grads):
-                    v.assign_sub(data.lr * g)
-            return loss
-        return train_step
+            optimizer = None
+        return _mlp_train_step(tf, data, optimizer, model)
     return _tf_runner(tf, build, [data.x, data.y], lambda: [v.numpy() for v in model["vars"]])
 
 

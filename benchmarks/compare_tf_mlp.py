@@ -34,38 +34,29 @@ def _weights(d: int, hidden: int, classes: int, seed: int):
             rng.uniform(-lim2, lim2, (hidden, classes)).astype(np.float32), np.zeros(classes, np.float32)]
 
 
-def run_jitflow(weights, batches, opt: str, lr: float):
-    params = [jf.Variable(w) for w in weights]
-    optimizer = jf.optimizers.Adam(lr) if opt == "adam" else jf.optimizers.SGD(lr)
-
-    @jf.function(jit_compile=True)
+def _train_step(m, params, optimizer):
+    """One SGD/Adam step of the MLP in namespace `m` (jf or tf: the same API)."""
     def step(x, y):
-        with jf.GradientTape() as tape:
-            h = jf.nn.relu(jf.matmul(x, params[0]) + params[1])
-            logits = jf.matmul(h, params[2]) + params[3]
-            loss = jf.reduce_mean(jf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        with m.GradientTape() as tape:
+            h = m.nn.relu(m.matmul(x, params[0]) + params[1])
+            logits = m.matmul(h, params[2]) + params[3]
+            loss = m.reduce_mean(m.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         grads = tape.gradient(loss, params)
         optimizer.apply_gradients(zip(grads, params))
         return loss
+    return step
 
-    return _drive(step, batches)
+
+def run_jitflow(weights, batches, opt: str, lr: float):
+    params = [jf.Variable(w) for w in weights]
+    optimizer = jf.optimizers.Adam(lr) if opt == "adam" else jf.optimizers.SGD(lr)
+    return _drive(jf.function(_train_step(jf, params, optimizer), jit_compile=True), batches)
 
 
 def run_tensorflow(tf, weights, batches, opt: str, lr: float):
     params = [tf.Variable(w) for w in weights]
     optimizer = tf.keras.optimizers.Adam(lr) if opt == "adam" else tf.keras.optimizers.SGD(lr)
-
-    @tf.function
-    def step(x, y):
-        with tf.GradientTape() as tape:
-            h = tf.nn.relu(tf.matmul(x, params[0]) + params[1])
-            logits = tf.matmul(h, params[2]) + params[3]
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        grads = tape.gradient(loss, params)
-        optimizer.apply_gradients(zip(grads, params))
-        return loss
-
-    return _drive(step, batches)
+    return _drive(tf.function(_train_step(tf, params, optimizer)), batches)
 
 
 def _drive(step, batches):

@@ -179,12 +179,6 @@ FunctionBase_call(FunctionBase *self, PyObject *args, PyObject *kwargs)
     return wrap(result, dtype);
 }
 
-static int
-FunctionBase_init(FunctionBase *self, PyObject *args, PyObject *kwargs)
-{
-    return 0;  /* Function.__init__ sets the fields */
-}
-
 static PyObject *
 FunctionBase_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
@@ -239,7 +233,6 @@ static PyTypeObject FunctionBaseType = {
     .tp_basicsize = sizeof(FunctionBase),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_new = FunctionBase_new,
-    .tp_init = (initproc)FunctionBase_init,
     .tp_dealloc = (destructor)FunctionBase_dealloc,
     .tp_traverse = (traverseproc)FunctionBase_traverse,
     .tp_clear = (inquiry)FunctionBase_clear,

@@ -1,20 +1,22 @@
 """The direct call path of `jf.function`: a settled concrete function called with eager tensors.
 
 A compiled graph of a few ops runs in a few hundred nanoseconds, so the Python around it
-decides what a call costs. The general path (`Function.__call__`) binds arguments, builds
-a nested cache key with `make_key`, looks for relaxed keys, counts calls for tier-up,
-collects feeds and packs outputs: about 1.5 µs. Most training code calls a function with
-the same few positional tensors again and again, and for that case all of this collapses
-to: check the arguments are eager tensors, look up `(dtype, shape, ...)` in one dict, run.
+decides what a call costs. The general path (`Function._call_general`) binds arguments,
+builds a nested cache key with `make_key`, looks for relaxed keys, counts calls for
+tier-up, collects feeds and packs outputs: about 1.5 µs. Most training code calls a
+function with the same few positional tensors again and again, and for that case all of
+this collapses to: check the arguments are eager tensors, look up `(dtype, shape, ...)`
+in one dict, run.
 
-`Dispatcher` is generated per arity, so that it unpacks and checks its arguments without
-loops; each entry of its table is a `Runner` generated for one concrete function, which
-feeds the plan with the captured values baked in and wraps the outputs. A concrete
-function gets an entry only once its tier is settled (compiled, or never compiling) and
-only from the general path, after that path has chosen it for exactly these argument
-types, so both paths always run the same graph. Anything unusual (keyword arguments,
-non-tensor arguments, a trace in progress, a GradientTape recording, profiling on) makes
-the dispatcher answer `MISS` and the general path handles the call.
+`Function.__call__` comes from `FunctionBase`: the C type in `_direct.c` when it was
+built, else `PythonFunctionBase` plus a `__call__` generated per arity (`function_class`)
+that does the same in Python. Each entry of a function's `_direct` table is made by
+`table_entry` from one concrete function's plan (`Plan.entry`): the plan's code with the
+captured values bound in and the outputs wrapped. A concrete function gets an entry only
+once its tier is settled (compiled, or never compiling) and only from the general path,
+after that path has chosen it for exactly these argument types, so both paths always run
+the same graph. Anything unusual (keyword arguments, non-tensor arguments, a trace in
+progress, a GradientTape recording, profiling on) goes to the general path.
 """
 from __future__ import annotations
 
@@ -66,7 +68,6 @@ def _load_accelerator() -> Optional[type]:
 _accelerated_base = _load_accelerator()
 ACCELERATED = _accelerated_base is not None
 FunctionBase: type = _accelerated_base or PythonFunctionBase
-
 
 
 def _compile(source: str, name: str, env: Dict[str, Any]) -> Callable:
@@ -125,7 +126,7 @@ def function_class(base: type, arity: int) -> type:
 
 
 def table_key(values: Sequence[Any]) -> Optional[Tuple]:
-    """The dispatcher's key for these argument values, or None unless all are eager tensors."""
+    """The `_direct` table's key for these argument values, or None unless all are eager tensors."""
     key: List[Any] = []
     for v in values:
         if v.__class__ is not EagerTensor:

@@ -104,13 +104,7 @@ class Plan:
         line_nodes: Dict[int, Node] = {}
         for j, node in enumerate(self.nodes):
             op = node.op.tf_op
-            if op == "Placeholder":
-                if (id(node), 0) not in expr:
-                    raise ValueError(f"placeholder {node.name} is not fed by this plan")
-                continue
-            if op == "Const":
-                env[f"c{j}"] = node.attrs["value"]
-                expr[(id(node), 0)] = f"c{j}"
+            if _bind_leaf(j, node, env, expr):
                 continue
             args = [expr[(id(t.node), t.index)] for t in node.inputs]
             if op in _ALIASING_OPS and not timed:
@@ -262,14 +256,9 @@ class Plan:
 
         for j, node in enumerate(self.nodes):
             op = node.op.tf_op
-            if op == "Placeholder":
-                if (id(node), 0) not in expr:
-                    raise ValueError(f"placeholder {node.name} is not fed by this plan")
-                continue
-            if op == "Const":
-                env[f"c{j}"] = node.attrs["value"]
-                expr[(id(node), 0)] = f"c{j}"
-                where[(id(node), 0)] = "const"
+            if _bind_leaf(j, node, env, expr):
+                if op == "Const":
+                    where[(id(node), 0)] = "const"
                 continue
             device = self.placement[id(node)]
             if op in _ALIASING_OPS and not timed:
@@ -344,6 +333,20 @@ class Plan:
     def source(self) -> str:
         """The generated Python source (useful when debugging a plan)."""
         return self._source
+
+
+def _bind_leaf(j: int, node: Node, env: Dict[str, Any], expr: Dict[Tuple[int, int], str]) -> bool:
+    """Bind a Placeholder (already fed) or a Const (to `c{j}` in `env`); False for other nodes."""
+    op = node.op.tf_op
+    if op == "Placeholder":
+        if (id(node), 0) not in expr:
+            raise ValueError(f"placeholder {node.name} is not fed by this plan")
+        return True
+    if op == "Const":
+        env[f"c{j}"] = node.attrs["value"]
+        expr[(id(node), 0)] = f"c{j}"
+        return True
+    return False
 
 
 def _bind_outputs(return_line: str, n_outputs: int) -> str:

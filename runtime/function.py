@@ -38,8 +38,8 @@ from .tensor import EagerTensor, SymbolicTensor, Tensor, TensorSpec
 from .trace_types import TENSOR, ArgChange, closest, key_to_spec, make_key, matches, relax_key
 
 RETRACE_WARNING_TRACES = 5
-_SETTLED = ("compiled", "never", "failed")  # tiers that will not change by themselves
 RETRACE_WARNING_WINDOW = 10
+_SETTLED = ("compiled", "never", "failed")  # tiers that will not change by themselves
 
 _function_ids = itertools.count(1)
 _concrete_ids = itertools.count(1)
@@ -443,11 +443,10 @@ class Function(direct_call.FunctionBase):
         self._n_params = len(self._params)
         self._input_signature = self._check_signature(input_signature)
         self._cache: Dict[Tuple, ConcreteFunction] = {}
-        # The direct path (see direct_call): settled concrete functions by argument (dtype, shape)s.
         # The direct path (see direct_call): FunctionBase holds `_direct`, the settled
-        # concrete functions' runners by argument (dtype, shape)s, and `_call_count`.
-        self._direct_ok = self._simple and self._input_signature is None
-        if self._direct_ok:
+        # concrete functions' runners by argument (dtype, shape)s, `_direct_arity` (-1: off)
+        # and `_call_count`.
+        if self._simple and self._input_signature is None:
             direct_call.enable(self, self._n_params)
         self._relaxed: List[Tuple[Tuple, ConcreteFunction]] = []
         self._concretes: List[ConcreteFunction] = []
@@ -578,7 +577,7 @@ class Function(direct_call.FunctionBase):
                         return served.result
                     cf = served
         result = cf._call_flat(leaves)
-        if self._direct_ok and cf._compile_state in _SETTLED:
+        if self._direct_arity >= 0 and cf._compile_state in _SETTLED:
             self._enable_direct(values, cf)
         return result
 

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
+from seed_modules import make_demo_module
 
 
 class TraceCounter:
@@ -227,27 +228,9 @@ def test_input_signature_rejects_int32_tensor(capsys):
     assert x.numpy() == 6.0
 
 
-def _demo_module_class():
-    # seed 000, In [57] (same class in seed 001 and seed 004)
-    class DemoModule(jf.Module):
-        def __init__(self, init_value=jf.constant(0.0), name=None):
-            super(DemoModule, self).__init__(name=name)
-            with self.name_scope:  # same as: with jf.name_scope("demo_module")
-                self.x = jf.Variable(init_value, dtype=jf.float32, trainable=True)
-
-        @jf.function(input_signature=[jf.TensorSpec(shape=[], dtype=jf.float32)])
-        def addprint(self, a):
-            with self.name_scope:
-                self.x.assign_add(a)
-                jf.print(self.x)
-                return self.x
-
-    return DemoModule
-
-
 # seed 000, In [57] + In [59] + In [61]
 def test_demo_module_addprint_prints_6(capsys):
-    DemoModule = _demo_module_class()
+    DemoModule = make_demo_module()
     demo = DemoModule(init_value=jf.constant(1.0))
     result = demo.addprint(jf.constant(5.0))
 
@@ -258,7 +241,7 @@ def test_demo_module_addprint_prints_6(capsys):
 
 # seed 000, In [62]
 def test_demo_module_variables_and_trainable_variables_repr(capsys):
-    DemoModule = _demo_module_class()
+    DemoModule = make_demo_module()
     demo = DemoModule(init_value=jf.constant(1.0))
     demo.addprint(jf.constant(5.0))
     capsys.readouterr()
@@ -272,7 +255,7 @@ def test_demo_module_variables_and_trainable_variables_repr(capsys):
 
 # seed 000, In [63]
 def test_demo_module_has_no_submodules():
-    DemoModule = _demo_module_class()
+    DemoModule = make_demo_module()
     demo = DemoModule(init_value=jf.constant(1.0))
     demo.addprint(jf.constant(5.0))
 
@@ -282,7 +265,7 @@ def test_demo_module_has_no_submodules():
 # seed 000, In [59] + the commented-out int32 call of In [56] (and seed 001), on the module
 def test_demo_module_prints_6_then_rejects_int32_input(capsys):
     # issue 2 acceptance: "DemoModule printing 6 then erroring on an int32 input"
-    DemoModule = _demo_module_class()
+    DemoModule = make_demo_module()
     demo = DemoModule(init_value=jf.constant(1.0))
     demo.addprint(jf.constant(5.0))
     assert capsys.readouterr().out == "6\n"
@@ -299,7 +282,7 @@ def test_demo_module_prints_6_then_rejects_int32_input(capsys):
 
 # seed 000, In [101] (without the TensorBoard trace_on/trace_export around it)
 def test_second_demo_module_instance_has_its_own_variable(capsys):
-    DemoModule = _demo_module_class()
+    DemoModule = make_demo_module()
     first = DemoModule(init_value=jf.constant(1.0))
     first.addprint(jf.constant(5.0))
     capsys.readouterr()

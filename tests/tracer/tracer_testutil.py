@@ -16,27 +16,10 @@ from typing import Any, Dict, List
 from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
 from tensorboard.compat.proto import config_pb2
 
-import jitflow as jf
 from jitflow.tracer import xplane
+from seed_modules import make_demo_module  # noqa: F401 - re-exported for the tracer tests
 
 RUN_DIR_RE = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}(_\d+)?$")
-
-
-def make_demo_module():
-    """Seed 001's DemoModule, as written there with `tf.` → `jf.`."""
-    class DemoModule(jf.Module):
-        def __init__(self, init_value=jf.constant(0.0), name=None):
-            super(DemoModule, self).__init__(name=name)
-            with self.name_scope:  # same as: with jf.name_scope("demo_module")
-                self.x = jf.Variable(init_value, dtype=jf.float32, trainable=True)
-
-        @jf.function(input_signature=[jf.TensorSpec(shape=[], dtype=jf.float32)])
-        def addprint(self, a):
-            with self.name_scope:
-                self.x.assign_add(a)
-                jf.print(self.x)
-                return self.x
-    return DemoModule
 
 
 def read_tag(logdir: str, tag: str):
