@@ -15,6 +15,7 @@ from typing import Any, Optional, Protocol
 class Sink(Protocol):
     def eager_op(self, op: Any, start_ns: int, end_ns: int, thread_id: int, result: Any) -> None: ...
     def graph_run(self, concrete: Any, timings: list, start_ns: int, end_ns: int, thread_id: int) -> None: ...
+    # Optional: def region(self, name: str, start_ns: int, end_ns: int, thread_id: int, args: dict) -> None
 
 
 enabled: bool = False
@@ -45,3 +46,35 @@ def run_eager_op(op: Any, kernel: Any, operands: list, attrs: dict, out_specs: l
     if s is not None:
         s.eager_op(op, start, end, threading.get_ident(), result)
     return result
+
+
+class region:
+    """Marks a region (a training step, an input-pipeline stage) for whatever profiler listens.
+
+    Runtime libraries above the core (Keras-style `fit`, `jf.data` iterators) cannot import
+    the tracer, which sits above the runtime; they mark their steps here instead, and the
+    installed sink turns each region into a trace event (a step marker when `step_num` is
+    given). Free when nothing is installed: one flag test on enter and on exit.
+
+        with instrument.region("train", step_num=step):
+            train_step(x, y)
+    """
+
+    __slots__ = ("name", "args", "_start")
+
+    def __init__(self, name: str, **args: Any) -> None:
+        self.name = name
+        self.args = args
+        self._start = 0
+
+    def __enter__(self) -> "region":
+        if enabled:
+            self._start = time.perf_counter_ns()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        s = _sink
+        if s is not None and self._start:
+            on_region = getattr(s, "region", None)
+            if on_region is not None:
+                on_region(self.name, self._start, time.perf_counter_ns(), threading.get_ident(), self.args)
