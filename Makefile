@@ -1,24 +1,31 @@
 # Two entry points, each self-sufficient on a fresh machine:
 #   make run   - create .venv, install jitflow, run the main job
 #   make test  - create .venv, install jitflow with test extras, run the whole suite
+# and for the edit-test loop and CI:
+#   make test-quick  - the fast subset (< 1 minute): no servers, browsers, CUDA simulator or tier matrix
+#   make lint        - ruff (lint) and mypy (types) over the package
+#   make docs        - the API reference from the docstrings, into docs/api/
+#   make test-tf     - the TensorFlow interop tests in a side venv, .venv-tf (TF is never a dependency)
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
+VENV_TF := .venv-tf
+PY_TF   := $(VENV_TF)/bin/python
 
-.PHONY: run test bench clean
+.PHONY: run test test-quick test-tf lint docs bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
 
 # Stamps re-install only when pyproject.toml or the C accelerator changes.
-$(VENV)/.installed: pyproject.toml runtime/_direct.c | $(PY)
+$(VENV)/.installed: pyproject.toml runtime/execution/_direct.c | $(PY)
 	$(PIP) install -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml runtime/_direct.c | $(PY)
-	$(PIP) install -e '.[test]'
+$(VENV)/.installed-test: pyproject.toml runtime/execution/_direct.c | $(PY)
+	$(PIP) install -e '.[test,dev]'
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed
@@ -27,9 +34,31 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q
 
+test-quick: $(VENV)/.installed-test
+	$(PY) -m pytest -q -m "not slow and not tf" -p no:randomly tests/architecture tests/runtime \
+		--deselect tests/runtime/test_tiers.py --ignore tests/runtime/test_compiler_bench.py -x
+
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+docs: $(VENV)/.installed-test
+	$(PY) -m pdoc -o docs/api --docformat google jitflow jitflow.runtime jitflow.tracer jitflow.summary jitflow.webui
+
+$(PY_TF):
+	$(PYTHON) -m venv $(VENV_TF)
+	$(PY_TF) -m pip --disable-pip-version-check -q install --upgrade pip setuptools wheel
+
+$(VENV_TF)/.installed: pyproject.toml runtime/execution/_direct.c | $(PY_TF)
+	$(PY_TF) -m pip --disable-pip-version-check -q install -e '.[test]' tensorflow-cpu
+	touch $@
+
+test-tf: $(VENV_TF)/.installed
+	$(PY_TF) -m pytest -q -m tf -p no:cacheprovider; rc=$$?; [ $$rc -eq 5 ] && echo "no TensorFlow tests collected" && exit 0; exit $$rc
+
 bench: $(VENV)/.installed
 	$(PIP) install -e '.[bench]'
 	for b in benchmarks/bench_*.py; do $(PY) $$b --quick || exit 1; done
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) $(VENV_TF) runs .pytest_cache docs/api

@@ -91,10 +91,10 @@ def time_gpu(fn: Callable[[], Any], repeat: int, inner: int, sync: Callable[[], 
 
 def run(opts: argparse.Namespace) -> Dict[str, Any]:
     import jitflow as jf
-    from jitflow.runtime import device_memory as D
-    from jitflow.runtime import placement
-    from jitflow.runtime.ops import cuda_kernels as CK
-    from jitflow.runtime.ops import cuda_primitives as P
+    from jitflow.runtime.execution import device_memory as D
+    from jitflow.runtime.execution import placement
+    from jitflow.runtime.backends import cuda_kernels as CK
+    from jitflow.runtime.backends import cuda_primitives as P
     from jitflow.runtime.ops import cpu_kernels as K
     placement.cuda_table()
     sync = D.synchronize

@@ -97,7 +97,7 @@ def _sizes(logdir: str, tag: str) -> Dict[str, int]:
 
 def measure_overhead(jf: Any, n_ops: int, size: int, repeat: int, warmup: int, gc_calls: int,
                      log: Callable[[str], None]) -> Dict[str, Any]:
-    from jitflow.runtime import instrument
+    from jitflow.runtime.core import instrument
     from jitflow.tracer import capture
 
     f = make_chain(jf, n_ops)                              # the runtime's default tiers

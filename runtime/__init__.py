@@ -1,41 +1,84 @@
-"""jitflow's runtime: tensors, the op registry, graphs and `jf.function`.
+"""jitflow's runtime: tensors, the op registry, graphs, `jf.function` and the training libraries.
 
-Import order matters only here: ops register themselves when their module loads.
+The runtime is built in stages, each a subpackage that imports only from the stages
+below it (`tests/architecture/test_import_structure.py` enforces this):
+
+    core        dtypes, shapes, tensors, the graph IR, context, errors, devices
+    ops         the op registry and the ops (CPU and numpy-reference kernels)
+    execution   interpreter, numba compiler tier, placement, GPU memory, direct calls
+    autodiff    GradientTape and the gradient rules
+    state       Variable, Module
+    tracing     jf.function, AutoGraph, control flow and its gradients
+    backends    the CUDA kernel table, loaded on first use of a GPU
+    training    optimizers, losses, initializers, checkpoints
+
+Loading this package loads every stage, so that each op, kernel and gradient is
+registered; the names below are what `jitflow` re-exports.
 """
-from . import dtypes, errors, instrument, trace_records
-from .context import executing_eagerly, init_scope, name_scope
-from .dtypes import (DType, as_dtype, bool_, double, float16, float32, float64, half, int8, int16,
-                     int32, int64, string, uint8)
-from .graph import Graph, Node
-from .ops import array_ops, constant_op, io_ops, math_ops, random_ops
-from .ops.array_ops import (cast, concat, expand_dims, fill, identity, ones, ones_like, rank,
-                            reshape, shape, size, squeeze, stack, stop_gradient, transpose, unstack,
-                            where, zeros, zeros_like)
-from .ops.array_ops import range  # noqa: A004 - TF's name
-from .ops.constant_op import constant, convert_to_tensor
-from .ops.io_ops import print, py_function  # noqa: A004
-from .ops.registry import KERNELS, OPS, OpDef
-from .shapes import TensorShape
-from .tensor import EagerTensor, SymbolicTensor, Tensor, TensorSpec
-from .variables import Variable
-from .ops import operators as _operators  # installs Python operators on Tensor/Variable
-from .function import ConcreteFunction, Function, RetraceWarning, function
-from .module import Module
-from .control_flow import cond, while_loop
-from .autodiff import GradientTape
-from . import gradients as _gradients  # registers every op's gradient
-from . import autograph, autograph_ops
+from jitflow.runtime import backends as _backends  # noqa: F401 - registers the CUDA table loader
+from jitflow.runtime.autodiff import gradients as _gradients  # noqa: F401 - registers op gradients
+from jitflow.runtime.autodiff.tape import GradientTape
+from jitflow.runtime.core import dtypes, errors
+from jitflow.runtime.core.context import executing_eagerly, init_scope, name_scope
+from jitflow.runtime.core.devices import device
+from jitflow.runtime.core.dtypes import (DType, as_dtype, bool_, double, float16, float32, float64,
+                                         half, int8, int16, int32, int64, string, uint8)
+from jitflow.runtime.core.graph import Graph
+from jitflow.runtime.core.shapes import TensorShape
+from jitflow.runtime.core.tensor import Tensor, TensorSpec
+from jitflow.runtime.execution import config
+from jitflow.runtime.ops import io_ops as _io_ops  # noqa: F401 - registers PyFunc/PrintV2
+from jitflow.runtime.ops import nn_ops as _nn_ops  # noqa: F401 - registers the cross-entropy ops
+from jitflow.runtime.ops.array_ops import (cast, concat, expand_dims, fill, identity, ones, ones_like,
+                                           range, rank, reshape, shape, size, squeeze, stack,
+                                           stop_gradient, transpose, unstack, where, zeros,
+                                           zeros_like)
+from jitflow.runtime.ops.constant_op import constant, convert_to_tensor
+from jitflow.runtime.ops.indexing_ops import gather, one_hot, pad, tensor_scatter_nd_update
+from jitflow.runtime.ops.io_ops import print, py_function
+from jitflow.runtime.ops.math_ops import (abs, add, argmax, argmin, cos, divide, equal, exp, floordiv,
+                                          greater, greater_equal, is_finite, less, less_equal, log,
+                                          logical_and, logical_not, logical_or, matmul, maximum,
+                                          minimum, mod, multiply, negative, not_equal, pow,
+                                          reduce_all, reduce_any, reduce_logsumexp, reduce_max,
+                                          reduce_mean, reduce_min, reduce_prod, reduce_std,
+                                          reduce_sum, reduce_variance, sigmoid, sign, sin, sqrt,
+                                          square, subtract, tanh, truediv)
+from jitflow.runtime.state.module import Module
+from jitflow.runtime.state.variables import Variable
+from jitflow.runtime.tracing import control_flow_grad as _control_flow_grad  # noqa: F401 - If/While gradients
+from jitflow.runtime.tracing import trace_records
+from jitflow.runtime.tracing.control_flow import cond, while_loop
+from jitflow.runtime.tracing.function import ConcreteFunction, Function, RetraceWarning, function
+from jitflow.runtime.tracing.tensor_array import TensorArray
+from jitflow.runtime.training.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint
+from jitflow.runtime.training.initializers import (constant_initializer, ones_initializer,
+                                                   random_normal_initializer,
+                                                   random_uniform_initializer, zeros_initializer)
 
-from .ops import indexing_ops, nn_ops
-from .ops.indexing_ops import gather, one_hot, pad, tensor_scatter_nd_update
-from .tensor_array import TensorArray
-from . import checkpoint, initializers, losses, optimizers
-from .checkpoint import Checkpoint, CheckpointManager, latest_checkpoint
-from .initializers import (constant_initializer, ones_initializer, random_normal_initializer,
-                           random_uniform_initializer, zeros_initializer)
-
-# -- devices (issue 7): jf.config, jf.device; CUDA kernels load on first use of a GPU ------
-from . import config, devices, placement
-from .devices import device
-
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = [
+    # types
+    "DType", "as_dtype", "bool_", "double", "float16", "float32", "float64", "half", "int8", "int16",
+    "int32", "int64", "string", "uint8", "Tensor", "TensorSpec", "TensorShape", "Variable", "Module",
+    "Graph", "dtypes", "errors",
+    # execution context
+    "executing_eagerly", "init_scope", "name_scope", "device", "config",
+    # tensors
+    "constant", "convert_to_tensor", "cast", "concat", "expand_dims", "fill", "identity", "ones",
+    "ones_like", "range", "rank", "reshape", "shape", "size", "squeeze", "stack", "stop_gradient",
+    "transpose", "unstack", "where", "zeros", "zeros_like", "gather", "one_hot", "pad",
+    "tensor_scatter_nd_update", "print", "py_function", "TensorArray",
+    # math
+    "abs", "add", "argmax", "argmin", "cos", "divide", "equal", "exp", "floordiv", "greater",
+    "greater_equal", "is_finite", "less", "less_equal", "log", "logical_and", "logical_not",
+    "logical_or", "matmul", "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "pow",
+    "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min",
+    "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "sigmoid", "sign", "sin", "sqrt",
+    "square", "subtract", "tanh", "truediv",
+    # functions, control flow, gradients
+    "function", "Function", "ConcreteFunction", "RetraceWarning", "trace_records", "cond", "while_loop",
+    "GradientTape",
+    # training
+    "Checkpoint", "CheckpointManager", "latest_checkpoint", "constant_initializer", "ones_initializer",
+    "random_normal_initializer", "random_uniform_initializer", "zeros_initializer",
+]

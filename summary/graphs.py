@@ -14,8 +14,8 @@ from typing import Any
 from google.protobuf.message import DecodeError, Message
 from tensorboard.compat.proto import graph_pb2
 
-from jitflow.runtime.function import ConcreteFunction, Function
-from jitflow.runtime.graph import Graph
+from jitflow.runtime.tracing.function import ConcreteFunction, Function
+from jitflow.runtime.core.graph import Graph
 from jitflow.tracer.graph_def import to_graph_def
 
 

@@ -10,11 +10,11 @@ from typing import Any, Dict
 
 import numpy as np
 
-from jitflow.runtime import dtypes as _dt
-from jitflow.runtime.context import name_scope
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.context import name_scope
 from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.ops.registry import apply, register
-from jitflow.runtime.tensor import Tensor
+from jitflow.runtime.core.tensor import Tensor
 
 # kind -> TF op type
 OP_TYPES = {"scalar": "WriteScalarSummary", "histogram": "WriteHistogramSummary",

@@ -14,8 +14,8 @@ from time import time as _now
 
 from tensorboard.compat.proto import summary_pb2
 
-from jitflow.runtime import trace_records as _records
-from jitflow.runtime.context import init_scope
+from jitflow.runtime.tracing import trace_records as _records
+from jitflow.runtime.core.context import init_scope
 from jitflow.summary import context, protos
 
 PLUGIN_NAME = "jitflow_trace"

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import summary_pb2
 
-from jitflow.runtime.context import _state as _rt_state
+from jitflow.runtime.core.context import _state as _rt_state
 from jitflow.summary import bucketing, context, imaging, in_graph, protos, wire
 from jitflow.summary.event_file import EventFileWriter
 from jitflow.summary.graphs import _graph_def_of

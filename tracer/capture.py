@@ -20,8 +20,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from jitflow.runtime import instrument
-from jitflow.runtime.tensor import CPU0
+from jitflow.runtime.core import instrument
+from jitflow.runtime.core.tensor import CPU0
 
 Output = Tuple[str, Tuple[int, ...], int]  # (dtype name, shape, bytes)
 

@@ -13,9 +13,9 @@ import numpy as np
 from tensorboard.compat.proto import (attr_value_pb2, function_pb2, graph_pb2, node_def_pb2,
                                       tensor_pb2, tensor_shape_pb2, versions_pb2)
 
-from jitflow.runtime import dtypes as _dt
-from jitflow.runtime.graph import Graph, Node
-from jitflow.runtime.tensor import CPU0
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.graph import Graph, Node
+from jitflow.runtime.core.tensor import CPU0
 
 # Constants larger than this are exported without their values (shape and dtype only),
 # so a graph with big captured weights stays small.

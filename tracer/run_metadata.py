@@ -14,7 +14,7 @@ from typing import Dict, List
 from tensorboard.compat.proto import (allocation_description_pb2, config_pb2, step_stats_pb2,
                                       tensor_description_pb2)
 
-from jitflow.runtime import dtypes as _dt
+from jitflow.runtime.core import dtypes as _dt
 
 from .capture import Capture, OpEvent
 from .graph_def import shape_proto, to_graph_def

@@ -10,7 +10,7 @@ from typing import Dict, Iterable, List, Optional
 
 from tensorboard.compat.proto import config_pb2
 
-from jitflow.runtime import trace_records as _tr
+from jitflow.runtime.tracing import trace_records as _tr
 
 from .logdir import ProfileRef, RunData
 

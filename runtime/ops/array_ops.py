@@ -10,14 +10,15 @@ from typing import Any, List, Optional
 
 import numpy as np
 
-from .. import context
-from .. import dtypes as _dt
-from ..errors import InvalidArgumentError
-from ..shapes import format_dims, merge
-from ..tensor import EagerTensor, SymbolicTensor, Tensor
-from .constant_op import _new, constant, convert_to_tensor, graph_constant  # noqa: F401 - re-export
-from .infer import broadcast_dims, check_kind, normalize_axis, same_as_input, same_dtype
-from .registry import apply, register
+from jitflow.runtime.core import context
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.core.shapes import format_dims, merge
+from jitflow.runtime.core.tensor import EagerTensor, SymbolicTensor, Tensor
+from jitflow.runtime.ops.constant_op import _new, binary_operands, constant, convert_to_tensor, graph_constant  # noqa: F401 - re-export
+from jitflow.runtime.ops.infer import (broadcast_dims, check_kind, normalize_axis, same_as_input,
+                                       same_dtype)
+from jitflow.runtime.ops.registry import apply, register
 
 
 def _static_ints(value: Any, what: str) -> Optional[List[int]]:
@@ -564,7 +565,6 @@ def where(condition, x=None, y=None, name=None):
     """Elementwise choice between x and y by condition (broadcasting)."""
     if x is None or y is None:
         raise ValueError("x and y: jf.where needs both x and y (index-returning where is not supported)")
-    from .math_ops import binary_operands
     x, y = binary_operands(x, y)
     return apply("SelectV2", [convert_to_tensor(condition), x, y], name=name)[0]
 

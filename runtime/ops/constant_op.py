@@ -9,11 +9,13 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import context, devices
-from .. import dtypes as _dt
-from ..shapes import format_dims, normalize
-from ..tensor import EagerTensor, SymbolicTensor, Tensor
-from .registry import apply, register
+from jitflow.runtime.core import context, devices
+from jitflow.runtime.core import graph as _graph
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.shapes import format_dims, normalize
+from jitflow.runtime.core.tensor import EagerTensor, SymbolicTensor, Tensor
+from jitflow.runtime.ops import registry
+from jitflow.runtime.ops.registry import apply, register
 
 
 class TensorConvertible:
@@ -204,9 +206,8 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: Optional[st
 
 def _new(tensor: EagerTensor) -> EagerTensor:
     """A new eager tensor, moved to the device of an enclosing `jf.device` scope (a GPU)."""
-    if devices.active and context._state.device is not None:
-        from ..placement import place_new
-        return place_new(tensor)
+    if devices.active and context._state.device is not None and registry.place_new is not None:
+        return registry.place_new(tensor)
     return tensor
 
 
@@ -225,8 +226,8 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: Optional[str] = None,
     if isinstance(value, TensorConvertible):
         return value._as_tensor(_dt.as_dtype(dtype) if dtype is not None else None)
     if isinstance(value, (list, tuple)) and any(isinstance(v, (Tensor, TensorConvertible)) for v in value):
-        from .array_ops import stack
-        return stack([convert_to_tensor(v, dtype, dtype_hint=dtype_hint) for v in value])
+        # `jf.stack` of the converted items (array_ops, which defines Pack, builds on this module)
+        return apply("Pack", [convert_to_tensor(v, dtype, dtype_hint=dtype_hint) for v in value], {"axis": 0})[0]
     if dtype is None and dtype_hint is not None and _is_python_scalar(value):
         hint = _dt.as_dtype(dtype_hint)
         try:
@@ -239,3 +240,23 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: Optional[str] = None,
 def _is_python_scalar(value: Any) -> bool:
     return isinstance(value, (int, float, bool, np.generic)) or (
         isinstance(value, (list, tuple)) and all(_is_python_scalar(v) for v in value))
+
+
+_graph.hooks.placeholder_op = registry.OPS["Placeholder"]
+_graph.hooks.graph_constant = graph_constant
+
+
+def binary_operands(x: Any, y: Any):
+    """Convert operands; a Python value takes the dtype of the tensor beside it."""
+    if isinstance(x, TensorConvertible):  # a variable: `2 * v` must see v's dtype first
+        x = convert_to_tensor(x)
+    if isinstance(y, TensorConvertible):
+        y = convert_to_tensor(y)
+    if isinstance(x, Tensor):
+        y = convert_to_tensor(y, dtype_hint=x._dtype) if not isinstance(y, Tensor) else y
+    elif isinstance(y, Tensor):
+        x = convert_to_tensor(x, dtype_hint=y._dtype)
+    else:
+        x = convert_to_tensor(x)
+        y = convert_to_tensor(y, dtype_hint=x._dtype)
+    return x, y

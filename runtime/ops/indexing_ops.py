@@ -19,16 +19,15 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from .. import dtypes as _dt
-from ..autodiff import gradient
-from ..errors import InvalidArgumentError
-from ..shapes import format_dims, is_compatible
-from ..tensor import SymbolicTensor, Tensor
-from . import array_ops as A
-from . import math_ops as M
-from .constant_op import convert_to_tensor
-from .infer import check_kind, normalize_axis, same_dtype
-from .registry import apply, register
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.core.shapes import format_dims, is_compatible
+from jitflow.runtime.core.tensor import SymbolicTensor, Tensor
+from jitflow.runtime.ops import array_ops as A
+from jitflow.runtime.ops import math_ops as M
+from jitflow.runtime.ops.constant_op import convert_to_tensor
+from jitflow.runtime.ops.infer import check_kind, normalize_axis, same_dtype
+from jitflow.runtime.ops.registry import apply, gradient, register
 
 
 def _check_range(ids: np.ndarray, limit: int, what: str, allow_negative: bool = False) -> None:

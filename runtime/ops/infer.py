@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .. import dtypes as _dt
-from ..errors import InvalidArgumentError
-from ..shapes import broadcast, format_dims
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.core.shapes import broadcast, format_dims
 
 Spec = Tuple[Any, _dt.DType]
 

@@ -10,10 +10,10 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
-from .. import dtypes as _dt
-from ..tensor import EagerTensor, Tensor
-from .constant_op import TensorConvertible, convert_to_tensor
-from .registry import apply, register
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.tensor import EagerTensor, Tensor
+from jitflow.runtime.ops.constant_op import TensorConvertible, convert_to_tensor
+from jitflow.runtime.ops.registry import apply, register
 
 # -- value formatting (TF's tf.print style) --------------------------------------------
 

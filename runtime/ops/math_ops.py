@@ -11,15 +11,20 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import dtypes as _dt
-from ..errors import InvalidArgumentError
-from ..shapes import format_dims
-from ..tensor import Tensor
-from . import cpu_kernels as K
-from .constant_op import TensorConvertible, convert_to_tensor
-from .infer import (broadcast_dims, check_kind, elementwise, normalize_axes, normalize_axis,
-                    reduced_dims, reduction, same_dtype)
-from .registry import apply, register
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.core.shapes import format_dims
+from jitflow.runtime.core.tensor import Tensor
+from jitflow.runtime.ops import cpu_kernels as K
+from jitflow.runtime.ops.constant_op import TensorConvertible, binary_operands, convert_to_tensor  # noqa: F401 - re-exported
+from jitflow.runtime.ops.infer import (broadcast_dims, check_kind, elementwise, normalize_axes,
+                                       normalize_axis, reduced_dims, reduction, same_dtype)
+from jitflow.runtime.ops.registry import apply, register
+from jitflow.runtime.ops.array_ops import cast
+from jitflow.runtime.core.context import name_scope
+from jitflow.runtime.ops.array_ops import reshape, stop_gradient
+from jitflow.runtime.ops.array_ops import where, zeros_like
+from jitflow.runtime.ops.array_ops import squeeze
 
 
 def _bind_ufunc(kernel, attrs, in_dtypes):
@@ -91,22 +96,6 @@ register("Add", elementwise("s"), cpu=np.add, public_name="add", default_name="a
 
 
 # -- public elementwise functions ------------------------------------------------------
-def binary_operands(x: Any, y: Any):
-    """Convert operands; a Python value takes the dtype of the tensor beside it."""
-    if isinstance(x, TensorConvertible):  # a variable: `2 * v` must see v's dtype first
-        x = convert_to_tensor(x)
-    if isinstance(y, TensorConvertible):
-        y = convert_to_tensor(y)
-    if isinstance(x, Tensor):
-        y = convert_to_tensor(y, dtype_hint=x._dtype) if not isinstance(y, Tensor) else y
-    elif isinstance(y, Tensor):
-        x = convert_to_tensor(x, dtype_hint=y._dtype)
-    else:
-        x = convert_to_tensor(x)
-        y = convert_to_tensor(y, dtype_hint=x._dtype)
-    return x, y
-
-
 def _binary(op: str, x: Any, y: Any, name: Optional[str]) -> Tensor:
     x, y = binary_operands(x, y)
     return apply(op, [x, y], name=name)[0]
@@ -158,7 +147,6 @@ _TRUEDIV_TARGET = {"int8": _dt.float32, "int16": _dt.float32, "uint8": _dt.float
 
 def divide(x, y, name=None):
     """True division; integers are first cast to float (int32/int64 → float64), like TF."""
-    from .array_ops import cast
     x, y = binary_operands(x, y)
     if x._dtype.is_integer and x._dtype is y._dtype:
         target = _TRUEDIV_TARGET[x._dtype.name]
@@ -299,7 +287,6 @@ def reduce_any(input_tensor, axis=None, keepdims=False, name=None): return _redu
 
 def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
     """Population variance, mean((x - mean(x))²), composed from primitives like TF."""
-    from ..context import name_scope
     x = convert_to_tensor(input_tensor)
     check_kind(x._dtype, "f", "input_tensor")
     with name_scope(name or "reduce_variance"):
@@ -308,22 +295,18 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
 
 
 def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
-    from ..context import name_scope
     with name_scope(name or "reduce_std"):
         return sqrt(reduce_variance(input_tensor, axis, keepdims))
 
 
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     """log(sum(exp(x))) computed stably: max + log(sum(exp(x - max)))."""
-    from ..context import name_scope
-    from .array_ops import reshape, stop_gradient
     x = convert_to_tensor(input_tensor)
     check_kind(x._dtype, "f", "input_tensor")
     with name_scope(name or "reduce_logsumexp"):
         raw_max = reduce_max(x, axis, keepdims=True)
         # An all--inf row would give inf - inf = nan; shift by 0 there instead.
         finite = apply("IsFinite", [raw_max])[0]
-        from .array_ops import where, zeros_like
         my_max = stop_gradient(where(finite, raw_max, zeros_like(raw_max)))
         result = log(reduce_sum(exp(subtract(x, my_max)), axis, keepdims=True))
         result = add(result, my_max)
@@ -332,7 +315,6 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
             if dims is not None:
                 result = reshape(result, [d if d is not None else -1 for d in reduced_dims(dims, _check_axis_arg(axis), False)])
             else:
-                from .array_ops import squeeze
                 result = squeeze(result, _check_axis_arg(axis))
         return result
 

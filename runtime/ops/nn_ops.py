@@ -5,14 +5,14 @@ come from the primitives' gradients, eagerly and inside `jf.function`.
 """
 from __future__ import annotations
 
-from .. import dtypes as _dt
-from ..errors import InvalidArgumentError
-from ..shapes import format_dims, is_compatible
-from ..tensor import EagerTensor
-from . import array_ops as A
-from . import math_ops as M
-from .constant_op import convert_to_tensor
-from .indexing_ops import one_hot
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.core.shapes import format_dims, is_compatible
+from jitflow.runtime.core.tensor import EagerTensor
+from jitflow.runtime.ops import array_ops as A
+from jitflow.runtime.ops import math_ops as M
+from jitflow.runtime.ops.constant_op import convert_to_tensor
+from jitflow.runtime.ops.indexing_ops import one_hot
 
 
 def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):

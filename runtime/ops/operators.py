@@ -1,9 +1,8 @@
 """Python operators on tensors and variables map to registry ops (`a + b` → AddV2)."""
 from __future__ import annotations
 
-from ..tensor import Tensor
-from ..variables import Variable
-from . import array_ops, math_ops
+from jitflow.runtime.core.tensor import Tensor
+from jitflow.runtime.ops import array_ops, math_ops
 
 
 def _reflected(fn):
@@ -48,7 +47,4 @@ def install(cls: type) -> None:
         self if isinstance(self, Tensor) else self.read_value(), item)
 
 
-install(Tensor)
-install(Variable)
-# `__eq__` is elementwise, so Variables keep identity hashing explicitly.
-Variable.__hash__ = lambda self: id(self)
+install(Tensor)  # `jf.Variable` installs the same operators on itself (runtime.state)

@@ -14,13 +14,14 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import context
-from .. import dtypes as _dt
-from ..errors import InvalidArgumentError
-from . import cpu_kernels as K
-from .array_ops import _check_dims
-from .infer import check_kind
-from .registry import apply, register
+from jitflow.runtime.core import context
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.ops import cpu_kernels as K
+from jitflow.runtime.ops.array_ops import _check_dims
+from jitflow.runtime.ops.infer import check_kind
+from jitflow.runtime.ops.registry import apply, register
+from jitflow.runtime.ops.constant_op import convert_to_tensor
 
 _lock = threading.Lock()
 _global_seed: Optional[int] = None
@@ -141,7 +142,6 @@ def _attrs(shape: Any, dtype: Any, seed: Optional[int], kinds: str) -> Dict[str,
 
 def normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None):
     """Samples from N(mean, stddev²); a new draw on every eager call and every graph run."""
-    from .constant_op import convert_to_tensor
     attrs = _attrs(shape, _check_dtype(dtype, "f", "normal"), seed, "f")
     dt = attrs["dtype"]
     return apply("RandomStandardNormal", [convert_to_tensor(mean, dt), convert_to_tensor(stddev, dt)],
@@ -150,7 +150,6 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None)
 
 def uniform(shape, minval=0, maxval=None, dtype=_dt.float32, seed=None, name=None):
     """Samples from U[minval, maxval); for integer dtypes `maxval` is required."""
-    from .constant_op import convert_to_tensor
     dt = _check_dtype(dtype, "fi", "uniform")
     if maxval is None:
         if dt.is_integer:

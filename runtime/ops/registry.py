@@ -16,10 +16,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import context, devices, instrument
-from .. import dtypes as _dt
-from ..errors import InvalidArgumentError
-from ..tensor import EagerTensor, SymbolicTensor, Tensor
+from jitflow.runtime.core import context, devices, instrument
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.core import tensor as _tensor_module
+from jitflow.runtime.core.tensor import EagerTensor, SymbolicTensor, Tensor
 
 Spec = Tuple[Any, _dt.DType]  # (dims tuple or None, dtype)
 InferFn = Callable[[List[Spec], Dict[str, Any]], List[Spec]]
@@ -47,14 +48,31 @@ class OpDef:
 
 
 OPS: Dict[str, OpDef] = {}
+GRADIENTS: Dict[str, Callable] = {}   # TF op → fn(record, grads) -> per-input grads (None = no grad)
+NOT_DIFFERENTIABLE = set()            # ops whose outputs carry no gradient
 # Set by `autodiff` while any GradientTape records: apply() reports each op to it.
 tape_active = False
 tape_hook: Optional[Callable[..., None]] = None
-# "cuda" (`ops/cuda_kernels.py`) is added on first use of a GPU: it imports numba.cuda.
 KERNELS: Dict[str, Dict[str, Kernel]] = {"reference": {}, "cpu": {}}
-# `placement.run_eager`, installed by the placement module: eager ops go there while
-# `devices.active` (a GPU may be visible), so the CPU path below pays one flag check.
+# Backend tables built on first use: name -> loader returning the table. The CUDA backend
+# (`runtime.backends`) registers "cuda" here, so numba.cuda is imported only once a GPU is used.
+KERNEL_LOADERS: Dict[str, Callable[[], Dict[str, Kernel]]] = {}
+# Hooks installed by `runtime.execution.placement`, which sits above the ops: eager ops go to
+# `placed_eager` while `devices.active` (a GPU may be visible), so the CPU path below pays one
+# flag check; `place_new` moves a new constant into an enclosing `jf.device` scope.
 placed_eager: Optional[Callable[..., List[Tensor]]] = None
+place_new: Optional[Callable[[EagerTensor], EagerTensor]] = None
+
+
+def kernel_table(backend: str) -> Dict[str, Kernel]:
+    """`KERNELS[backend]`, loading the backend on first use."""
+    table = KERNELS.get(backend)
+    if table is None:
+        loader = KERNEL_LOADERS.get(backend)
+        if loader is None:
+            raise KeyError(f"backend: no kernel table {backend!r}; known: {sorted(KERNELS)}")
+        table = KERNELS[backend] = loader()
+    return table
 
 
 def register(tf_op: str, infer: InferFn, *, cpu: Kernel, reference: Optional[Kernel] = None,
@@ -64,11 +82,26 @@ def register(tf_op: str, infer: InferFn, *, cpu: Kernel, reference: Optional[Ker
     if tf_op in OPS:
         raise ValueError(f"op {tf_op!r} is already registered")
     op = OpDef(tf_op=tf_op, infer=infer, public_name=public_name or tf_op,
-               default_name=default_name or tf_op, stateful=stateful, bind=bind, doc=doc)
+               default_name=default_name or tf_op, stateful=stateful, bind=bind, gradient=GRADIENTS.get(tf_op), doc=doc)
     OPS[tf_op] = op
     KERNELS["cpu"][tf_op] = cpu
     KERNELS["reference"][tf_op] = reference if reference is not None else cpu
     return op
+
+
+def gradient(tf_op: str):
+    """Decorator registering the gradient function of `tf_op` (see `runtime.autodiff`)."""
+    def register_gradient(fn: Callable) -> Callable:
+        GRADIENTS[tf_op] = fn
+        if tf_op in OPS:
+            OPS[tf_op].gradient = fn
+        return fn
+    return register_gradient
+
+
+def not_differentiable(*ops: str) -> None:
+    """Declare that the outputs of `ops` carry no gradient."""
+    NOT_DIFFERENTIABLE.update(ops)
 
 
 def kernel_attrs(attrs: Dict[str, Any]) -> Dict[str, Any]:
@@ -80,11 +113,7 @@ def kernel_attrs(attrs: Dict[str, Any]) -> Dict[str, Any]:
 
 def bind_kernel(op: OpDef, backend: str, attrs: Dict[str, Any], in_dtypes: Sequence[_dt.DType]) -> Callable:
     """A callable(*arrays) running `op` with `attrs` on `backend`, specialised if it can be."""
-    table = KERNELS.get(backend)
-    if table is None:  # "cuda": built on first use
-        from .. import placement
-        table = placement.cuda_table()
-    kernel = table[op.tf_op]
+    kernel = kernel_table(backend)[op.tf_op]
     kattrs = kernel_attrs(attrs)
     if backend == "cuda":  # CUDA kernels specialise themselves (op.bind is for the CPU kernels)
         bind = getattr(kernel, "bind", None)
@@ -183,3 +212,10 @@ def _add_to_graph(graph, op: OpDef, inputs: Sequence[Any], attrs: Dict[str, Any]
     if context._state.device is not None:  # inside `with jf.device(...)`
         node.device = context._state.device
     return node.outputs
+
+
+def _unstack_on_device(t: EagerTensor) -> List[Tensor]:
+    return apply("Unpack", [t], {"num": t._value.shape[0], "axis": 0})
+
+
+_tensor_module.unstack_on_device = _unstack_on_device

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime import device_memory, devices
+from jitflow.runtime.execution import device_memory
+from jitflow.runtime.core import devices
 
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime import device_memory as D
+from jitflow.runtime.execution import device_memory as D
 
 GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"

@@ -20,8 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
 import test_ops as cpu_cases  # noqa: E402 - the CPU tests' example table
 
 import jitflow as jf  # noqa: E402
-from jitflow.runtime import KERNELS, OPS, placement  # noqa: E402
-from jitflow.runtime import device_memory as D  # noqa: E402
+from jitflow.runtime.ops.registry import KERNELS, OPS  # noqa: E402
+from jitflow.runtime.execution import placement
+from jitflow.runtime.execution import device_memory as D  # noqa: E402
 from jitflow.runtime.ops.registry import bind_kernel, kernel_attrs  # noqa: E402
 
 TABLE = placement.cuda_table()
@@ -113,7 +114,7 @@ def test_string_ops_run_on_the_cpu():
 
 def test_reductions_use_the_tree_path_and_many_blocks():
     """Long rows go through the shared-memory tree (several chunks per row, then a second pass)."""
-    from jitflow.runtime.ops import cuda_primitives as P
+    from jitflow.runtime.backends import cuda_primitives as P
     cols = P.RED * 8 * 3 + 5  # more than one chunk per row
     x = np.arange(2 * cols, dtype=np.float64).reshape(2, cols) / 7.0
     got = D.to_host(TABLE["Sum"](D.to_device(x), axis=(1,), keepdims=False))

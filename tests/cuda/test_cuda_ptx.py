@@ -19,10 +19,10 @@ from numba import cuda, from_dtype
 from numba import types as T
 import numba.cuda.dispatcher as _dispatcher
 
-from jitflow.runtime import devices
+from jitflow.runtime.core import devices
 from jitflow.runtime.ops import cpu_kernels as K
-from jitflow.runtime.ops import cuda_kernels as CK
-from jitflow.runtime.ops import cuda_primitives as P
+from jitflow.runtime.backends import cuda_kernels as CK
+from jitflow.runtime.backends import cuda_primitives as P
 from jitflow.runtime.ops import math_ops as M
 
 CC = (7, 5)

@@ -113,7 +113,7 @@ def test_trace_export_writes_gpu_stats(tmp_path):
 
 
 def test_tracing_off_records_nothing():
-    from jitflow.runtime import instrument
+    from jitflow.runtime.core import instrument
     assert not instrument.enabled
     layer(X, W)
     assert capture.active() is None

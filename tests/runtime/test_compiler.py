@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime import compiler
+from jitflow.runtime.execution import compiler
 
 
 @pytest.fixture
@@ -154,7 +154,7 @@ def test_compile_failure_falls_back_with_one_warning_naming_the_op(cache_dir, mo
         out = f(jf.constant([0.5]))
         f(jf.constant([0.25]))
     np.testing.assert_allclose(out.numpy(), np.tanh([0.5]).astype(np.float32))
-    from jitflow.runtime.function import CompileWarning
+    from jitflow.runtime.tracing.function import CompileWarning
     messages = [str(w.message) for w in caught if issubclass(w.category, CompileWarning)]
     assert len(messages) == 1 and "Tanh" in messages[0]
     assert original is not None
@@ -288,7 +288,7 @@ def test_fused_reductions_keep_the_interpreters_accumulation(cache_dir, dtype):
 
 
 def test_big_elementwise_chains_run_in_parallel_and_stay_identical(cache_dir, monkeypatch):
-    from jitflow.runtime import compiler_codegen
+    from jitflow.runtime.execution import codegen as compiler_codegen
     monkeypatch.setattr(compiler_codegen, "PARALLEL_MIN_CPUS", 1)
     rng = np.random.default_rng(5)
     a, b, c = (rng.uniform(-3, 3, 1 << 20).astype(np.float32) for _ in range(3))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime import devices
+from jitflow.runtime.core import devices
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -35,7 +35,7 @@ def test_importing_and_running_jitflow_does_not_import_numba_cuda():
             "with jf.device('/GPU:0'): y = x * 2.0\n"
             "assert y.device.endswith('CPU:0'), y.device\n"
             "assert 'numba.cuda' not in sys.modules, 'ops'\n"
-            "from jitflow.runtime import devices; assert devices.active is False\n"
+            "from jitflow.runtime.core import devices; assert devices.active is False\n"
             "print('ok')\n")
     proc = _python(code)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

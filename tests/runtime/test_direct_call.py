@@ -1,4 +1,4 @@
-"""The direct call path of jf.function (runtime/direct_call.py and runtime/_direct.c).
+"""The direct call path of jf.function (runtime/execution/direct_call.py and _direct.c).
 
 Every test here checks that a call the direct path serves gives what the general path
 gives, and that each condition that must send a call down the general path does. The
@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime import compiler, direct_call, instrument
-from jitflow.runtime.function import Function
+from jitflow.runtime.execution import compiler, direct_call
+from jitflow.runtime.core import instrument
+from jitflow.runtime.tracing.function import Function
 
 
 def _settled(fn, *args):
@@ -36,7 +37,7 @@ def test_accelerator_is_built_where_a_compiler_exists():
     if os.environ.get("JITFLOW_DIRECT") == "python":
         pytest.skip("this run checks the Python twin (JITFLOW_DIRECT=python)")
     try:
-        from jitflow.runtime import _direct
+        from jitflow.runtime.execution import _direct
     except ImportError:
         pytest.skip("the C accelerator was not built (no C compiler when jitflow was installed)")
     assert direct_call.ACCELERATED, "the built accelerator must be used (ABI_VERSION mismatch?)"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime.errors import InputSignatureError, InvalidArgumentError
+from jitflow.runtime.core.errors import InputSignatureError, InvalidArgumentError
 
 
 def tensor_names(*names):

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime import trace_records
+from jitflow.runtime.core.tensor import SymbolicTensor
+from jitflow.runtime.tracing import trace_records
 
 
 @pytest.fixture
@@ -209,7 +210,7 @@ def test_concrete_function_api():
     out = cf(jf.constant([1.0, 2.0]))
     np.testing.assert_allclose(out["y"].numpy(), [3.0, 6.0])
     assert out["factor"].numpy() == 3.0
-    assert isinstance(cf.structured_outputs["y"], jf.SymbolicTensor)
+    assert isinstance(cf.structured_outputs["y"], SymbolicTensor)
     assert scale.list_concrete_functions() == [cf]
     with pytest.raises(TypeError, match="takes 1 tensor argument"):
         cf(jf.constant([1.0]), jf.constant([2.0]))

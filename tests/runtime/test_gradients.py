@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime.autodiff import GRADIENTS
+from jitflow.runtime.autodiff.tape import GRADIENTS
 
 RNG = np.random.default_rng(20240606)
 
@@ -203,7 +203,7 @@ def test_gradient_matches_finite_differences(case):
         np.testing.assert_allclose(got.numpy(), want, rtol=case.tol, atol=case.tol, err_msg=f"input {i}")
 
 
-@pytest.mark.filterwarnings("ignore::jitflow.runtime.function.RetraceWarning")  # one function per case
+@pytest.mark.filterwarnings("ignore::jitflow.runtime.tracing.function.RetraceWarning")  # one function per case
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_gradient_inside_jf_function_equals_eager(case):
     w = jf.constant(_weights(case))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime.initializers import compute_fans
+from jitflow.runtime.training.initializers import compute_fans
 
 
 def test_glorot_uniform_limits_and_variance():

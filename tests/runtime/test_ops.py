@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime import KERNELS, OPS
+from jitflow.runtime.ops.registry import KERNELS, OPS
 from jitflow.runtime.ops import array_ops
 from jitflow.runtime.ops.registry import bind_kernel, kernel_attrs
 

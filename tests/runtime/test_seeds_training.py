@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
+from jitflow.runtime.training.checkpoint import CheckpointLoadStatus
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +56,7 @@ def test_003_restore_on_creation(capsys):
     exists()
     ckpt = jf.train.Checkpoint(module=module)
     status = ckpt.restore(jf.train.latest_checkpoint('data'))
-    assert isinstance(status, jf.runtime.checkpoint.CheckpointLoadStatus)
+    assert isinstance(status, CheckpointLoadStatus)
     exists()
     module.assign(jf.constant([1., 1., 1.]))
     assert capsys.readouterr().out == "w doesn't exist.\nw doesn't exist.\n"

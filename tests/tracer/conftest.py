@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import jitflow as jf
-from jitflow.runtime import instrument
+from jitflow.runtime.core import instrument
 from jitflow.summary import context
 from jitflow.tracer import capture, profiler
 

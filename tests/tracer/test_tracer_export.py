@@ -17,7 +17,8 @@ from tensorboard.compat.proto import types_pb2
 from tensorboard.plugins.graph import graph_util
 
 import jitflow as jf
-from jitflow.runtime import executor, instrument
+from jitflow.runtime.execution import executor
+from jitflow.runtime.core import instrument
 from jitflow.tracer import capture
 from tracer_testutil import (RUN_DIR_RE, make_demo_module, node_stats, profile_runs, read_tag,
                              tensor_tags)

@@ -1,0 +1,25 @@
+"""`jf.math`: elementwise math and reductions (TensorFlow's `tf.math`).
+
+    >>> import jitflow as jf
+    >>> jf.math.reduce_sum(jf.math.square(jf.constant([1.0, 2.0]))).numpy()
+    np.float32(5.0)
+"""
+from jitflow.runtime.ops.indexing_ops import unsorted_segment_sum
+from jitflow.runtime.ops.math_ops import (abs, add, argmax, argmin, cos, divide, equal, exp, floordiv,
+                                          greater, greater_equal, is_finite, less, less_equal, log,
+                                          logical_and, logical_not, logical_or, matmul, maximum,
+                                          minimum, multiply, negative, not_equal, pow, reduce_all,
+                                          reduce_any, reduce_logsumexp, reduce_max, reduce_mean,
+                                          reduce_min, reduce_prod, reduce_std, reduce_sum,
+                                          reduce_variance, sigmoid, sign, sin, sqrt, square,
+                                          subtract, tanh, truediv)
+from jitflow.runtime.ops.math_ops import mod as floormod
+
+__all__ = [
+    "abs", "add", "argmax", "argmin", "cos", "divide", "equal", "exp", "floordiv", "floormod",
+    "greater", "greater_equal", "is_finite", "less", "less_equal", "log", "logical_and",
+    "logical_not", "logical_or", "matmul", "maximum", "minimum", "multiply", "negative",
+    "not_equal", "pow", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
+    "reduce_min", "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "sigmoid", "sign",
+    "sin", "sqrt", "square", "subtract", "tanh", "truediv", "unsorted_segment_sum",
+]

@@ -1,0 +1,12 @@
+"""`jf.nn`: neural-network ops (TensorFlow's `tf.nn`).
+
+    >>> import jitflow as jf
+    >>> jf.nn.relu(jf.constant([-1.0, 2.0])).numpy()
+    array([0., 2.], dtype=float32)
+"""
+from jitflow.runtime.ops.math_ops import log_softmax, relu, sigmoid, softmax, tanh
+from jitflow.runtime.ops.nn_ops import (softmax_cross_entropy_with_logits,
+                                        sparse_softmax_cross_entropy_with_logits)
+
+__all__ = ["relu", "softmax", "log_softmax", "sigmoid", "tanh", "softmax_cross_entropy_with_logits",
+           "sparse_softmax_cross_entropy_with_logits"]

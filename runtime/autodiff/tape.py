@@ -1,0 +1,207 @@
+"""`jf.GradientTape`: reverse-mode autodiff by recording ops, eagerly or while tracing.
+
+While a tape is recording, `registry.apply` reports every op whose inputs the tape
+watches; `gradient()` walks those records backwards calling each op's gradient
+function, which is written with jitflow ops. So the backward pass runs eagerly in
+eager code, and becomes graph nodes (under a `gradients/` scope) inside a
+`jf.function`, where it is compiled with the forward pass. A tape that records while
+another computes gradients records the backward ops too: that is how second
+derivatives work (seed 003).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Dict, List, Sequence
+
+from jitflow.runtime.core import context
+from jitflow.runtime.core.nest import flatten, pack
+from jitflow.runtime.ops import registry
+from jitflow.runtime.ops.array_ops import ones_like, zeros_like
+from jitflow.runtime.ops.math_ops import add
+from jitflow.runtime.ops.constant_op import TensorConvertible, convert_to_tensor
+from jitflow.runtime.core.tensor import Tensor
+
+# The gradient registry lives with the op registry, below this stage, so ops modules can
+# register the gradients of their own ops; re-exported here as the autodiff API.
+GRADIENTS = registry.GRADIENTS
+NOT_DIFFERENTIABLE = registry.NOT_DIFFERENTIABLE
+gradient = registry.gradient
+not_differentiable = registry.not_differentiable
+
+
+class Record:
+    """One recorded op: inputs (tensors or variables), outputs, attrs."""
+
+    __slots__ = ("op", "inputs", "outputs", "attrs")
+
+    def __init__(self, op: str, inputs: Sequence[Any], outputs: Sequence[Tensor], attrs: Dict[str, Any]) -> None:
+        self.op = op
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.attrs = attrs
+
+    def output(self, i: int = 0) -> Tensor:
+        return self.outputs[i]
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.tapes: List["GradientTape"] = []
+
+
+_state = _State()
+active = False  # fast check in registry.apply: is any tape recording in any thread?
+
+
+def _refresh() -> None:
+    global active
+    active = bool(_state.tapes)
+    registry.tape_active = active
+
+
+def record(op: str, inputs: Sequence[Any], outputs: Sequence[Tensor], attrs: Dict[str, Any]) -> None:
+    """Called by `apply` for every op while tapes are active."""
+    for tape in _state.tapes:
+        if tape._recording:
+            tape._record(op, inputs, outputs, attrs)
+
+
+registry.tape_hook = record
+
+
+class GradientTape:
+    """Records operations for automatic differentiation (TF's `tf.GradientTape`).
+
+    >>> x = Variable(3.0)
+    >>> with GradientTape() as tape:
+    ...     y = x * x
+    >>> tape.gradient(y, x).numpy()
+    np.float32(6.0)
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
+        self._persistent = persistent
+        self._watch_accessed = watch_accessed_variables
+        self._records: List[Record] = []
+        self._watched: Dict[int, Any] = {}      # id → watched tensor/variable (kept alive)
+        self._variables: Dict[int, Any] = {}    # id(variable) → variable
+        self._recording = False
+        self._used = False
+
+    def __enter__(self) -> "GradientTape":
+        self._recording = True
+        _state.tapes.append(self)
+        _refresh()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._recording = False
+        if self in _state.tapes:
+            _state.tapes.remove(self)
+        _refresh()
+
+    def watch(self, tensor: Any) -> None:
+        """Track `tensor` (or every tensor/variable in a nested structure)."""
+        for t in flatten(tensor):
+            if isinstance(t, TensorConvertible):
+                self._variables[id(t)] = t
+                self._watched[id(t)] = t
+            elif isinstance(t, Tensor):
+                if not (t.dtype.is_floating):
+                    continue  # integers carry no gradient, as in TF
+                self._watched[id(t)] = t
+            else:
+                raise TypeError(f"watch: expected tensors or variables; got {type(t).__name__}")
+
+    def watched_variables(self) -> tuple:
+        return tuple(self._variables.values())
+
+    def stop_recording(self):
+        """A context in which operations are not recorded."""
+        tape = self
+
+        class _Pause:
+            def __enter__(self_inner) -> None:
+                tape._recording = False
+
+            def __exit__(self_inner, *exc: Any) -> None:
+                tape._recording = True
+        return _Pause()
+
+    def reset(self) -> None:
+        self._records.clear()
+        self._watched.clear()
+        self._variables.clear()
+
+    def _record(self, op: str, inputs: Sequence[Any], outputs: Sequence[Tensor], attrs: Dict[str, Any]) -> None:
+        watched = self._watched
+        if op == "ReadVariableOp":
+            var = inputs[0]
+            if id(var) not in watched and self._watch_accessed and getattr(var, "trainable", False):
+                self._variables[id(var)] = var
+                watched[id(var)] = var
+        if op in NOT_DIFFERENTIABLE:
+            return
+        if not any(id(t) in watched for t in inputs):
+            return
+        self._records.append(Record(op, inputs, outputs, attrs))
+        for out in outputs:
+            if out._dtype.is_floating:
+                watched[id(out)] = out
+
+    def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
+                 unconnected_gradients: str = "none") -> Any:
+        """d(sum of target)/d(sources), structured like `sources` (None where unconnected)."""
+        if self._used and not self._persistent:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute one set of "
+                               "gradients; create it with GradientTape(persistent=True) to call gradient() "
+                               "more than once.")
+        self._used = True
+        targets = [convert_to_tensor(t) if isinstance(t, TensorConvertible) else t for t in flatten(target)]
+        flat_sources = flatten(sources)
+        seeds = flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
+        paused = self._recording
+        self._recording = False
+        try:
+            with context.name_scope("gradients"):
+                grads = _backprop(self._records, targets, seeds, flat_sources)
+        finally:
+            self._recording = paused
+        if unconnected_gradients == "zero":
+            grads = [zeros_like(convert_to_tensor(s)) if g is None else g for g, s in zip(grads, flat_sources)]
+        return pack(sources, grads)
+
+    def jacobian(self, target: Any, sources: Any) -> Any:
+        raise_if = getattr(target, "ndim", 0)
+        if raise_if:
+            raise ValueError("jacobian: only scalar targets are supported; use gradient() per element")
+        return self.gradient(target, sources)
+
+
+def _accumulate(grads: Dict[int, Any], key: int, value: Any) -> None:
+    current = grads.get(key)
+    grads[key] = value if current is None else add(current, value)
+
+
+def _backprop(records: List[Record], targets: List[Tensor], seeds: List[Any], sources: List[Any]) -> List[Any]:
+    grads: Dict[int, Any] = {}
+    for target, seed in zip(targets, seeds):
+        g = ones_like(target) if seed is None else convert_to_tensor(seed, dtype=target.dtype)
+        _accumulate(grads, id(target), g)
+    # Records are in creation order, which is topological: walk them backwards once.
+    for rec in reversed(records):
+        out_grads = [grads.get(id(o)) for o in rec.outputs]
+        if all(g is None for g in out_grads):
+            continue
+        fn = GRADIENTS.get(rec.op)
+        if fn is None:
+            raise LookupError(f"no gradient is registered for op {rec.op}; it cannot be differentiated "
+                              "(wrap it in jf.stop_gradient if no gradient should flow through it)")
+        if len(rec.outputs) == 1:
+            in_grads = fn(rec, out_grads[0])
+        else:
+            in_grads = fn(rec, out_grads)
+        for inp, g in zip(rec.inputs, in_grads):
+            if g is not None:
+                _accumulate(grads, id(inp), g)
+    return [grads.get(id(s)) for s in sources]

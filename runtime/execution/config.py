@@ -1,0 +1,70 @@
+"""`jf.config`: devices as TF's `tf.config` exposes them.
+
+    gpus = jf.config.list_physical_devices("GPU")      # [] without CUDA
+    if gpus:
+        jf.config.experimental.set_memory_growth(gpus[0], True)
+        jf.config.set_visible_devices(gpus[0], "GPU")
+
+Everything validates its arguments and delegates to `runtime/devices.py`; configuration
+must happen before the devices are initialised (the first op on a GPU), as in TF.
+"""
+from __future__ import annotations
+
+import types
+from typing import Any, Dict
+
+from jitflow.runtime.core import devices
+from jitflow.runtime.core.devices import (LogicalDevice, LogicalDeviceConfiguration,
+                                          PhysicalDevice, get_logical_device_configuration,
+                                          get_memory_growth, get_visible_devices,
+                                          list_logical_devices, list_physical_devices,
+                                          set_logical_device_configuration, set_memory_growth,
+                                          set_visible_devices)
+
+
+def get_memory_info(device: str) -> Dict[str, int]:
+    """Bytes jitflow's allocator has handed out on a GPU: `{"current", "peak"}` (TF's keys),
+    plus `"reserved"` (held from the driver, cached blocks included) and `"limit"` (-1: none).
+
+    >>> get_memory_info("GPU:0")["current"]  # doctest: +SKIP
+    0
+    """
+    gpu = _gpu(device)
+    from jitflow.runtime.execution import device_memory  # lazy: imports numba.cuda
+    return device_memory.memory(gpu).info()
+
+
+def reset_memory_stats(device: str) -> None:
+    """Start the `peak` of `get_memory_info(device)` again from what is in use now."""
+    gpu = _gpu(device)
+    from jitflow.runtime.execution import device_memory  # lazy: imports numba.cuda
+    device_memory.memory(gpu).reset_peak()
+
+
+def _gpu(device: Any) -> devices.Gpu:
+    spec = devices.canonical(device)
+    if spec is None or not spec.startswith("/device:GPU"):
+        raise ValueError(f"device: memory info exists for GPUs only; got {device!r}")
+    found = devices.gpus()
+    index = int(spec.rsplit(":", 1)[1])
+    if index >= len(found):
+        raise ValueError(f"device: {device!r} does not exist; the logical GPUs are "
+                         f"{[g.spec for g in found] or 'none'}")
+    return found[index]
+
+
+experimental = types.ModuleType("jitflow.config.experimental", "TF's tf.config.experimental names.")
+experimental.__dict__.update(
+    set_memory_growth=set_memory_growth, get_memory_growth=get_memory_growth,
+    get_memory_info=get_memory_info, reset_memory_stats=reset_memory_stats,
+    list_physical_devices=list_physical_devices, list_logical_devices=list_logical_devices,
+    set_visible_devices=set_visible_devices, get_visible_devices=get_visible_devices,
+    set_virtual_device_configuration=set_logical_device_configuration,
+    get_virtual_device_configuration=get_logical_device_configuration,
+    VirtualDeviceConfiguration=LogicalDeviceConfiguration,
+)
+experimental.__all__ = sorted(n for n in experimental.__dict__ if not n.startswith("_"))
+
+__all__ = ["list_physical_devices", "list_logical_devices", "set_visible_devices", "get_visible_devices",
+           "set_logical_device_configuration", "get_logical_device_configuration", "LogicalDeviceConfiguration",
+           "PhysicalDevice", "LogicalDevice", "experimental", "get_memory_info", "reset_memory_stats"]

@@ -1,0 +1,1 @@
+"""Stage 5, state: `jf.Variable` and `jf.Module`."""

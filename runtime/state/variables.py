@@ -1,0 +1,306 @@
+"""`jf.Variable`: mutable state shared between eager code and traced functions.
+
+A variable holds a numpy array that is *replaced* on assignment, never written in
+place, so a tensor read earlier keeps its value (TF's copy-on-write semantics). In a
+graph a variable is a captured resource: `ReadVariableOp` reads it and
+`AssignAddVariableOp` & co. update it each time the graph runs.
+
+With a GPU visible a new variable lives on it (or on the device of the enclosing
+`jf.device` scope), as in TF: it then holds a device array, and its ops run there.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Optional
+
+import numpy as np
+
+from jitflow.runtime.core import context, devices
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.errors import FailedPreconditionError, InvalidArgumentError
+from jitflow.runtime.ops.constant_op import TensorConvertible, convert_to_tensor, to_numpy
+from jitflow.runtime.ops import operators, registry
+from jitflow.runtime.ops.registry import apply, register
+from jitflow.runtime.core.shapes import TensorShape, format_dims, is_compatible
+from jitflow.runtime.core.tensor import (CPU0, EagerTensor, SymbolicTensor, Tensor, host_array,
+                                         numpy_text, readonly_array)
+from jitflow.runtime.ops.registry import KERNELS, kernel_attrs
+from jitflow.runtime.execution import placement
+
+_creation_hooks: list = []  # called with each new variable (jf.function enforces its rule)
+
+
+def _read_infer(specs, attrs):
+    return [(attrs["_shape"], attrs["dtype"])]
+
+
+def _read_kernel(var, dtype):
+    value = var._value
+    if value is None:
+        raise FailedPreconditionError(
+            f"variable {var.name} is read before it was initialised: it is initialised from a "
+            "function argument on the first run of the function that created it")
+    return value
+
+
+def _assign_infer(specs, attrs):
+    dims, dtype = specs[1]
+    if dtype is not attrs["dtype"]:
+        raise TypeError(f"cannot assign a value of dtype {dtype.name} to a variable of dtype "
+                        f"{attrs['dtype'].name}; use jf.cast")
+    if not is_compatible(attrs["_shape"], dims):
+        raise InvalidArgumentError(f"cannot assign a value of shape {format_dims(dims)} to a variable "
+                                   f"of shape {format_dims(attrs['_shape'])}")
+    return []
+
+
+def _initialize_kernel(var, value, dtype):
+    if var._value is None:
+        var._value = np.asarray(value, dtype=dtype.as_numpy_dtype)
+
+
+def _assign_kernel(var, value, dtype):
+    var._replace(np.asarray(value, dtype=dtype.as_numpy_dtype))
+
+
+def _assign_add_kernel(var, value, dtype):
+    var._replace(np.asarray(var._value + value, dtype=dtype.as_numpy_dtype))
+
+
+def _assign_sub_kernel(var, value, dtype):
+    var._replace(np.asarray(var._value - value, dtype=dtype.as_numpy_dtype))
+
+
+register("ReadVariableOp", _read_infer, cpu=_read_kernel, public_name="Variable.read_value")
+register("AssignVariableOp", _assign_infer, cpu=_assign_kernel, public_name="Variable.assign",
+         stateful=True)
+register("InitializeVariableOp", _assign_infer, cpu=_initialize_kernel,
+         public_name="Variable.__init__", stateful=True)
+register("AssignAddVariableOp", _assign_infer, cpu=_assign_add_kernel,
+         public_name="Variable.assign_add", stateful=True)
+register("AssignSubVariableOp", _assign_infer, cpu=_assign_sub_kernel,
+         public_name="Variable.assign_sub", stateful=True)
+
+
+def _evaluate_outside_graph(t: SymbolicTensor, depth: int = 0):
+    """The value of `t` if it depends on no function input (TF lifts such initialisers).
+
+    Lets `jf.Variable(jf.zeros([3]))` or `jf.Variable(jf.random.normal([2, 2]))` work inside
+    a function's first trace: the initialiser runs once, eagerly.
+    """
+    node = t.node
+    if node.op.tf_op in ("Placeholder",) or depth > 64:
+        return None
+    args = []
+    for inp in node.inputs:
+        value = _evaluate_outside_graph(inp, depth + 1)
+        if value is None:
+            return None
+        args.append(value)
+    result = KERNELS["cpu"][node.op.tf_op](*args, **kernel_attrs(node.attrs))
+    if len(node.outputs) > 1:
+        result = result[t.index]
+    return np.asarray(result, dtype=t._dtype.as_numpy_dtype)
+
+
+class Variable(TensorConvertible):
+    """A mutable tensor (TF's `tf.Variable`).
+
+    >>> v = Variable(1.0)
+    >>> _ = v.assign_add(2.0)
+    >>> v.numpy()
+    np.float32(3.0)
+    """
+
+    _captured_as_resource = True  # graphs capture a variable as a resource placeholder
+    _uid_lock = threading.Lock()
+    _device_name = CPU0
+
+    def __init__(self, initial_value: Any = None, trainable: bool = True, name: Optional[str] = None,
+                 dtype: Any = None, shape: Any = None) -> None:
+        if initial_value is None:
+            raise ValueError("initial_value: a jf.Variable needs an initial value")
+        if callable(initial_value) and not isinstance(initial_value, (Tensor, TensorConvertible)):
+            initial_value = initial_value()
+        scope = context.current_scope()
+        pending = None  # a symbolic initial value the graph assigns on its first run
+        if isinstance(initial_value, SymbolicTensor) and _evaluate_outside_graph(initial_value) is None:
+            pending = initial_value
+            if dtype is not None and _dt.as_dtype(dtype) is not pending._dtype:
+                pending = apply("Cast", [pending], {"DstT": _dt.as_dtype(dtype), "SrcT": pending._dtype})[0]
+            dims = pending._dims
+            if dims is None or any(d is None for d in dims):
+                raise ValueError(f"initial_value: {initial_value.name} has shape {format_dims(dims)}; "
+                                 "a variable initialised from a function argument needs a fully known shape")
+            value_dtype, value_shape, value = pending._dtype, dims, None
+        else:
+            with context.init_scope():
+                value = self._initial_array(initial_value, dtype)
+            value_dtype = _dt.string if value.dtype == object else _dt.as_dtype(value.dtype)
+            value_shape = value.shape
+        self._dtype = _dt.as_dtype(dtype) if dtype is not None else value_dtype
+        self._shape = value_shape if shape is None else TensorShape(shape).dims
+        if not is_compatible(self._shape, value_shape):
+            raise ValueError(f"shape: initial value has shape {format_dims(value_shape)}, "
+                             f"incompatible with shape={format_dims(self._shape)}")
+        if devices.active:  # a GPU may be visible: live where TF would put the variable
+            self._device_name = placement.variable_device(self._dtype)
+            value = placement.place_value(value, self._device_name)
+        self._value = value
+        self._trainable = bool(trainable)
+        base = name if name is not None else "Variable"
+        if not isinstance(base, str):
+            raise TypeError(f"name: expected a str; got {name!r}")
+        self._name = f"{scope}{base}:0"
+        for hook in _creation_hooks:
+            hook(self)
+        if pending is not None:
+            apply("InitializeVariableOp", [self, pending], {"dtype": self._dtype, "_shape": self._shape})
+
+    @staticmethod
+    def _initial_array(initial_value: Any, dtype: Any) -> np.ndarray:
+        dt = _dt.as_dtype(dtype) if dtype is not None else None
+        if isinstance(initial_value, Variable):
+            initial_value = host_array(initial_value._value)
+        if isinstance(initial_value, SymbolicTensor):
+            folded = _evaluate_outside_graph(initial_value)
+            if folded is not None:
+                return folded if dt is None else folded.astype(dt.as_numpy_dtype)
+            raise ValueError(
+                f"initial_value: {initial_value.name} is a symbolic tensor of a jf.function trace. "
+                "A variable created inside a function must be initialised from constants or values "
+                "computed outside it; create it before the function, or in __init__ of a jf.Module.")
+        if isinstance(initial_value, EagerTensor):
+            arr = initial_value._host()
+            if dt is not None and dt is not initial_value._dtype:
+                arr = arr.astype(dt.as_numpy_dtype)
+            return arr
+        return to_numpy(initial_value, dt)
+
+    # -- properties ---------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dtype(self) -> _dt.DType:
+        return self._dtype
+
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(self._shape)
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @property
+    def device(self) -> str:
+        return self._device_name
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape) if self._shape is not None else None
+
+    @property
+    def _dims(self):
+        return self._shape
+
+    def _replace(self, value: np.ndarray) -> None:
+        if not is_compatible(self._shape, value.shape):
+            raise InvalidArgumentError(f"cannot assign a value of shape {format_dims(value.shape)} to "
+                                       f"variable {self._name} of shape {format_dims(self._shape)}")
+        self._value = value
+
+    # -- reading ------------------------------------------------------------------------
+    def numpy(self):
+        value = self._value
+        if value is None:
+            _read_kernel(self, self._dtype)
+        if value.__class__ is not np.ndarray:  # on a GPU: the copy back is fresh already
+            value = host_array(value)
+            return value[()] if value.ndim == 0 else value
+        return value[()] if value.ndim == 0 else value.copy()
+
+    def read_value(self) -> Tensor:
+        if context._state.graph is None and not registry.tape_active:
+            return EagerTensor(_read_kernel(self, self._dtype), self._dtype, self._device_name)
+        return apply("ReadVariableOp", [self], {"dtype": self._dtype, "_shape": self._shape},
+                     name="ReadVariableOp")[0]
+
+    value = read_value
+
+    def _as_tensor(self, dtype: Optional[_dt.DType] = None) -> Tensor:
+        if dtype is not None and dtype is not self._dtype:
+            raise TypeError(f"Variable {self._name} has dtype {self._dtype.name}, not {dtype.name}")
+        return self.read_value()
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._value
+        if value is None:
+            _read_kernel(self, self._dtype)
+        return readonly_array(host_array(value), dtype, copy)  # writing to it must not change the variable
+
+    # -- writing ------------------------------------------------------------------------
+    def _update(self, op: str, value: Any, read_value: bool):
+        v = convert_to_tensor(value, dtype_hint=self._dtype)
+        apply(op, [self, v], {"dtype": self._dtype, "_shape": self._shape}, name=op)
+        if read_value:
+            return self if context._state.graph is None else self.read_value()
+        return None
+
+    def assign(self, value: Any, use_locking: bool = False, name: Optional[str] = None,
+               read_value: bool = True):
+        return self._update("AssignVariableOp", value, read_value)
+
+    def assign_add(self, delta: Any, use_locking: bool = False, name: Optional[str] = None,
+                   read_value: bool = True):
+        return self._update("AssignAddVariableOp", delta, read_value)
+
+    def assign_sub(self, delta: Any, use_locking: bool = False, name: Optional[str] = None,
+                   read_value: bool = True):
+        return self._update("AssignSubVariableOp", delta, read_value)
+
+    # -- display ------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        value = self._value
+        if value is None:
+            return (f"<jf.Variable '{self._name}' shape={format_dims(self._shape)} "
+                    f"dtype={self._dtype.name}, (uninitialised)>")
+        return (f"<jf.Variable '{self._name}' shape={format_dims(value.shape)} "
+                f"dtype={self._dtype.name}, numpy={numpy_text(host_array(value), is_repr=True)}>")
+
+    def __str__(self) -> str:
+        return repr(self)
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __bool__(self) -> bool:
+        return bool(host_array(self._value))
+
+    def __len__(self) -> int:
+        value = self._value
+        if value.__class__ is np.ndarray or value.ndim == 0:
+            return len(value)
+        return value.shape[0]
+
+    def __int__(self) -> int:
+        return int(host_array(self._value))
+
+    def __float__(self) -> float:
+        return float(host_array(self._value))
+
+    def __index__(self) -> int:
+        return int(host_array(self._value))
+
+    def ref(self):
+        return self
+
+
+operators.install(Variable)
+# `__eq__` is elementwise, so Variables keep identity hashing explicitly.
+Variable.__hash__ = lambda self: id(self)  # type: ignore[method-assign]

@@ -1,0 +1,480 @@
+"""AutoGraph: rewrite a function's `if`/`while`/`for` so tensor conditions become graph ops.
+
+The conversion is a few AST passes over the function's own source, keeping its line
+numbers (tracebacks point at the user's file):
+
+1. `return` inside an `if`/loop → `do_return`/`retval_` flags and guards.
+2. `break`/`continue` → per-loop flags, guarded statements and an extra loop test.
+3. `if`, `while`, `for` → nested functions plus `ag__.if_stmt/while_stmt/for_stmt`, which
+   choose at trace time between Python control flow and `jf.cond`/`jf.while_loop`.
+4. Calls to other user functions → `ag__.converted_call`, so their control flow converts.
+
+Python conditions stay Python (loops over Python iterables unroll at trace time). The
+converted source is available from `jf.autograph.to_code(fn)`.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+import textwrap
+import threading
+import types
+import weakref
+from typing import Any, Callable, List, Optional, Set
+
+from jitflow.runtime.tracing import autograph_ops
+from jitflow.runtime.tracing.autograph_ops import ConversionError
+
+_cache: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
+
+
+# -- analysis ------------------------------------------------------------------------------
+class _Assigned(ast.NodeVisitor):
+    """Names bound in a block, not descending into nested scopes."""
+
+    def __init__(self) -> None:
+        self.names: List[str] = []
+
+    def _add(self, name: str) -> None:
+        if name not in self.names:
+            self.names.append(name)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            self._add(node.id)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._add(node.name)
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._add(node.name)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        pass
+
+    def visit_ListComp(self, node: ast.AST) -> None:
+        pass
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp  # type: ignore[assignment]
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._add((alias.asname or alias.name).split(".")[0])
+
+    visit_ImportFrom = visit_Import  # type: ignore[assignment]
+
+
+def assigned(nodes: List[ast.stmt]) -> List[str]:
+    visitor = _Assigned()
+    for node in nodes:
+        visitor.visit(node)
+    return visitor.names
+
+
+def _contains(nodes: List[ast.stmt], kinds: tuple, stop_at_loops: bool) -> bool:
+    """True if a statement of `kinds` occurs in `nodes` (not in nested defs / inner loops)."""
+    for node in nodes:
+        for child in _walk_stmt(node, stop_at_loops):
+            if isinstance(child, kinds):
+                return True
+    return False
+
+
+def _walk_stmt(node: ast.AST, stop_at_loops: bool):
+    yield node
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        return
+    for field in ("body", "orelse", "finalbody", "handlers"):
+        for child in getattr(node, field, []) or []:
+            if stop_at_loops and isinstance(child, (ast.For, ast.While)):
+                continue
+            yield from _walk_stmt(child, stop_at_loops)
+
+
+# -- builders ------------------------------------------------------------------------------
+def _name(id_: str, store: bool = False) -> ast.Name:
+    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+
+
+def _assign(name: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[_name(name, True)], value=value)
+
+
+def _not(expr: ast.expr) -> ast.expr:
+    return ast.UnaryOp(op=ast.Not(), operand=expr)
+
+
+def _ag(attr: str) -> ast.Attribute:
+    return ast.Attribute(value=_name("ag__"), attr=attr, ctx=ast.Load())
+
+
+def _call(func: ast.expr, args: List[ast.expr]) -> ast.Call:
+    return ast.Call(func=func, args=args, keywords=[])
+
+
+def _str_tuple(names: List[str]) -> ast.Tuple:
+    return ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load())
+
+
+# -- pass 1: returns -----------------------------------------------------------------------
+class _Returns:
+    FLAG, VALUE = "do_return", autograph_ops.RETURN_VALUE
+
+    def convert(self, fn: ast.FunctionDef) -> None:
+        nested = any(_contains(s.body if hasattr(s, "body") else [], (ast.Return,), False)
+                     or _contains(getattr(s, "orelse", []) or [], (ast.Return,), False)
+                     for s in fn.body if isinstance(s, _COMPOUND))
+        if not nested:
+            return
+        body = self.block(fn.body, in_loop=False)
+        undefined = _call(_ag("Undefined"), [ast.Constant(self.VALUE)])
+        fn.body = ([_assign(self.FLAG, ast.Constant(False)), _assign(self.VALUE, undefined)]
+                   + body + [ast.Return(value=_call(_ag("retval"), [_name(self.VALUE)]))])
+
+    def block(self, stmts: List[ast.stmt], in_loop: bool) -> List[ast.stmt]:
+        out: List[ast.stmt] = []
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, ast.Return):
+                out.append(_assign(self.FLAG, ast.Constant(True)))
+                out.append(_assign(self.VALUE, stmt.value or ast.Constant(None)))
+                if in_loop:
+                    out.append(ast.Break())
+                return out
+            if isinstance(stmt, _COMPOUND) and _contains([stmt], (ast.Return,), False):
+                loop = isinstance(stmt, (ast.For, ast.While))
+                stmt.body = self.block(stmt.body, in_loop or loop)
+                if getattr(stmt, "orelse", None):
+                    stmt.orelse = self.block(stmt.orelse, in_loop)
+                if isinstance(stmt, ast.Try):
+                    for handler in stmt.handlers:
+                        handler.body = self.block(handler.body, in_loop)
+                out.append(stmt)
+                if in_loop and loop:
+                    out.append(ast.If(test=_name(self.FLAG), body=[ast.Break()], orelse=[]))
+                rest = stmts[i + 1:]
+                if rest:
+                    out.append(ast.If(test=_not(_name(self.FLAG)), body=self.block(rest, in_loop), orelse=[]))
+                return out
+            out.append(stmt)
+        return out
+
+
+# -- pass 2: break / continue ----------------------------------------------------------------
+class _Jumps(ast.NodeTransformer):
+    def __init__(self, counter: itertools.count) -> None:
+        self._counter = counter
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return node  # nested functions are converted when called
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_FunctionDef  # type: ignore[assignment]
+
+    def _loop(self, node):
+        self.generic_visit(node)  # inner loops first
+        prefix: List[ast.stmt] = []
+        if _contains(node.body, (ast.Continue,), True):
+            flag = f"continue_{next(self._counter)}"
+            node.body = [_assign(flag, ast.Constant(False))] + _guard(node.body, ast.Continue, flag)
+        if _contains(node.body, (ast.Break,), True):
+            flag = f"break_{next(self._counter)}"
+            node.body = _guard(node.body, ast.Break, flag)
+            prefix.append(_assign(flag, ast.Constant(False)))
+            node._ag_extra_test = _not(_name(flag))
+            if isinstance(node, ast.While):
+                node.test = ast.BoolOp(op=ast.And(), values=[_not(_name(flag)), node.test])
+        return prefix + [node] if prefix else node
+
+    visit_For = visit_While = _loop
+
+
+def _guard(stmts: List[ast.stmt], kind: type, flag: str) -> List[ast.stmt]:
+    out: List[ast.stmt] = []
+    for i, stmt in enumerate(stmts):
+        if isinstance(stmt, kind):
+            out.append(_assign(flag, ast.Constant(True)))
+            return out
+        if isinstance(stmt, (ast.If, ast.With, ast.Try)) and _contains([stmt], (kind,), True):
+            stmt.body = _guard(stmt.body, kind, flag)
+            if getattr(stmt, "orelse", None):
+                stmt.orelse = _guard(stmt.orelse, kind, flag)
+            out.append(stmt)
+            rest = stmts[i + 1:]
+            if rest:
+                out.append(ast.If(test=_not(_name(flag)), body=_guard(rest, kind, flag), orelse=[]))
+            return out
+        out.append(stmt)
+    return out
+
+
+# -- pass 3: control flow -------------------------------------------------------------------
+class _ControlFlow(ast.NodeTransformer):
+    def __init__(self, counter: itertools.count, globals_: Set[str]) -> None:
+        self._counter = counter
+        self._globals = globals_
+        self.bound: List[str] = []  # names the converted function must bind (for `nonlocal`)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return node
+
+    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def _state_defs(self, names: List[str], n: int) -> List[ast.stmt]:
+        local = [x for x in names if x not in self._globals]
+        for x in local:
+            if x not in self.bound:
+                self.bound.append(x)
+        reads = [_call(_ag("read"), [ast.Lambda(args=_no_args(), body=_name(x)), ast.Constant(x)])
+                 for x in names]
+        get_state = _def(f"get_state_{n}", _no_args(), [ast.Return(value=ast.Tuple(elts=reads, ctx=ast.Load()))])
+        set_body: List[ast.stmt] = self._declare(names)
+        if names:
+            set_body.append(ast.Assign(targets=[ast.Tuple(elts=[_name(x, True) for x in names], ctx=ast.Store())],
+                                       value=_name("vals_")))
+        else:
+            set_body.append(ast.Pass())
+        set_state = _def(f"set_state_{n}", ast.arguments(posonlyargs=[], args=[ast.arg(arg="vals_")],
+                                                         kwonlyargs=[], kw_defaults=[], defaults=[]), set_body)
+        return [get_state, set_state]
+
+    def _declare(self, names: List[str]) -> List[ast.stmt]:
+        out: List[ast.stmt] = []
+        local = [x for x in names if x not in self._globals]
+        glob = [x for x in names if x in self._globals]
+        if local:
+            out.append(ast.Nonlocal(names=local))
+        if glob:
+            out.append(ast.Global(names=glob))
+        return out
+
+    def _fn(self, name: str, body: List[ast.stmt], names: List[str], args: Optional[List[str]] = None) -> ast.FunctionDef:
+        arguments = ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in (args or [])], kwonlyargs=[],
+                                  kw_defaults=[], defaults=[])
+        return _def(name, arguments, self._declare(names) + (body or [ast.Pass()]))
+
+    def visit_If(self, node: ast.If) -> List[ast.stmt]:
+        names = assigned(node.body + node.orelse)
+        self.generic_visit(node)
+        n = next(self._counter)
+        body = self._fn(f"if_true_{n}", node.body, names)
+        orelse = self._fn(f"if_false_{n}", node.orelse, names)
+        call = ast.Expr(_call(_ag("if_stmt"), [node.test, _name(body.name), _name(orelse.name),
+                                                _name(f"get_state_{n}"), _name(f"set_state_{n}"),
+                                                _str_tuple(names)]))
+        return [body, orelse] + self._state_defs(names, n) + [call]
+
+    def visit_While(self, node: ast.While) -> List[ast.stmt]:
+        names = assigned(node.body)
+        self.generic_visit(node)
+        n = next(self._counter)
+        test = _def(f"loop_test_{n}", _no_args(), [ast.Return(value=node.test)])
+        body = self._fn(f"loop_body_{n}", node.body, names)
+        call = ast.Expr(_call(_ag("while_stmt"), [_name(test.name), _name(body.name), _name(f"get_state_{n}"),
+                                                   _name(f"set_state_{n}"), _str_tuple(names)]))
+        out = [test, body] + self._state_defs(names, n) + [call]
+        if node.orelse:
+            out += node.orelse
+        return out
+
+    def visit_For(self, node: ast.For) -> List[ast.stmt]:
+        names = assigned([ast.Assign(targets=[node.target], value=ast.Constant(None))] + node.body)
+        extra = getattr(node, "_ag_extra_test", None)
+        self.generic_visit(node)
+        n = next(self._counter)
+        item = f"itr_{n}"
+        bind = ast.Assign(targets=[node.target], value=_name(item))
+        body = self._fn(f"loop_body_{n}", [bind] + node.body, names, args=[item])
+        pre: List[ast.stmt] = [body]
+        if extra is not None:
+            pre.append(_def(f"extra_test_{n}", _no_args(), [ast.Return(value=extra)]))
+            extra_ref: ast.expr = _name(f"extra_test_{n}")
+        else:
+            extra_ref = ast.Constant(None)
+        call = ast.Expr(_call(_ag("for_stmt"), [node.iter, extra_ref, _name(body.name), _name(f"get_state_{n}"),
+                                                 _name(f"set_state_{n}"), _str_tuple(names)]))
+        out = pre + self._state_defs(names, n) + [call]
+        if node.orelse:
+            out += node.orelse
+        return out
+
+
+def _no_args() -> ast.arguments:
+    return ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[])
+
+
+def _def(name: str, args: ast.arguments, body: List[ast.stmt]) -> ast.FunctionDef:
+    node = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None, type_comment=None)
+    if "type_params" in ast.FunctionDef._fields:  # Python >= 3.12
+        node.type_params = []
+    return node
+
+
+# -- pass 4: calls ---------------------------------------------------------------------------
+class _Calls(ast.NodeTransformer):
+    _KEEP = {"print", "range", "len", "isinstance", "super", "enumerate", "zip", "list", "tuple", "dict",
+             "int", "float", "str", "bool", "min", "max", "abs", "sum", "type", "getattr", "hasattr",
+             "setattr", "iter", "next", "sorted", "reversed", "any", "all", "map", "filter", "repr", "id"}
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.copy_location(_call(_ag("not_"), [node.operand]), node)
+        return node
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        helper = "and_" if isinstance(node.op, ast.And) else "or_"
+        result = node.values[-1]
+        for value in reversed(node.values[:-1]):  # lazy thunks keep Python's short-circuiting
+            result = _call(_ag(helper), [ast.Lambda(args=_no_args(), body=value),
+                                         ast.Lambda(args=_no_args(), body=result)])
+        return ast.copy_location(result, node)
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        self.generic_visit(node)
+        return node
+
+    def __init__(self, first_arg: Optional[str]) -> None:
+        self._first_arg = first_arg
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "super" and not node.args and self._first_arg:
+            # Zero-argument super() needs the class cell, which a rewritten function lacks.
+            node.args = [_name("__class__"), _name(self._first_arg)]
+            return node
+        if isinstance(func, ast.Name) and (func.id in self._KEEP or func.id.startswith(("ag__", "get_state_",
+                                                                                          "set_state_"))):
+            return node
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "ag__":
+            return node
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return node  # *args / **kwargs calls run unconverted
+        args = ast.Tuple(elts=list(node.args), ctx=ast.Load())
+        kwargs = ast.Dict(keys=[ast.Constant(k.arg) for k in node.keywords], values=[k.value for k in node.keywords])
+        return ast.copy_location(ast.Call(func=_ag("converted_call"), args=[func, args, kwargs], keywords=[]), node)
+
+
+# -- driver ------------------------------------------------------------------------------------
+def _parse(fn: Callable) -> ast.FunctionDef:
+    try:
+        source = inspect.getsource(fn.__code__)  # the code's own source, never a __wrapped__ one
+    except (OSError, TypeError) as e:
+        raise ConversionError(f"cannot read the source of {getattr(fn, '__qualname__', fn)}: {e}") from None
+    tree = ast.parse(textwrap.dedent(source))
+    node = tree.body[0]
+    if not isinstance(node, ast.FunctionDef):
+        raise ConversionError(f"{getattr(fn, '__qualname__', fn)} is not a plain function definition")
+    # The source starts at the first decorator, which is co_firstlineno in the file.
+    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    node.decorator_list = []
+    return node
+
+
+def transform(fn: Callable) -> ast.Module:
+    """The converted module: `def factory(ag__, <free vars>): def fn(...): ...; return fn`."""
+    node = _parse(fn)
+    # The user's own `nonlocal` names are bound outside; they need no local binding.
+    declared = {name for stmt in ast.walk(node) if isinstance(stmt, ast.Nonlocal) for name in stmt.names}
+    counter = itertools.count()
+    _Returns().convert(node)
+    node.body = _visit_block(_Jumps(counter), node.body)
+    globals_ = {name for stmt in ast.walk(node) if isinstance(stmt, ast.Global) for name in stmt.names}
+    control = _ControlFlow(counter, globals_)
+    node.body = _visit_block(control, node.body)
+    first_arg = (node.args.posonlyargs + node.args.args)[0].arg if (node.args.posonlyargs + node.args.args) else None
+    calls = _Calls(first_arg if "__class__" in fn.__code__.co_freevars else None)
+    node.body = [calls.visit(stmt) for stmt in node.body]
+    params = {a.arg for a in node.args.args + node.args.posonlyargs + node.args.kwonlyargs}
+    if node.args.vararg:
+        params.add(node.args.vararg.arg)
+    if node.args.kwarg:
+        params.add(node.args.kwarg.arg)
+    to_bind = [x for x in control.bound if x not in params and x not in declared]
+    if to_bind:
+        # Dead assignments give the nested functions' `nonlocal` declarations a binding.
+        guard = ast.If(test=_call(_ag("never"), []), body=[
+            ast.Assign(targets=[_name(x, True) for x in to_bind], value=ast.Constant(None))], orelse=[])
+        node.body = [guard] + node.body
+    freevars = list(fn.__code__.co_freevars)
+    factory = _def("ag__factory",
+                   ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in ["ag__"] + freevars],
+                                 kwonlyargs=[], kw_defaults=[], defaults=[]),
+                   [node, ast.Return(value=_name(node.name))])
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    return module
+
+
+def _visit_block(visitor: ast.NodeTransformer, stmts: List[ast.stmt]) -> List[ast.stmt]:
+    out: List[ast.stmt] = []
+    for stmt in stmts:
+        result = visitor.visit(stmt)
+        if isinstance(result, list):
+            out.extend(result)
+        elif result is not None:
+            out.append(result)
+    return out
+
+
+class _Converted:
+    __slots__ = ("code", "source", "__weakref__")
+
+    def __init__(self, code: types.CodeType, source: str) -> None:
+        self.code = code
+        self.source = source
+
+
+def _converted(fn: Callable) -> _Converted:
+    key = fn.__code__
+    with _lock:
+        found = _cache.get(key)
+    if found is not None:
+        return found
+    module = transform(fn)
+    try:
+        code = compile(module, fn.__code__.co_filename, "exec")
+    except SyntaxError as e:
+        raise ConversionError(f"AutoGraph could not convert {fn.__qualname__}: {e}") from None
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    inner = next(c for c in factory_code.co_consts
+                 if isinstance(c, types.CodeType) and c.co_name == fn.__code__.co_name)
+    result = _Converted(inner, ast.unparse(module.body[0].body[0]))
+    with _lock:
+        _cache[key] = result
+    return result
+
+
+def convert(fn: Callable) -> Callable:
+    """`fn` with AutoGraph applied, sharing `fn`'s globals and closure cells.
+
+    The converted code object is bound to the original closure cells, so `nonlocal`
+    assignments in converted code update the same variables the original would.
+    """
+    if inspect.ismethod(fn):
+        return convert(fn.__func__).__get__(fn.__self__, type(fn.__self__))
+    code = _converted(fn).code
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    closure = tuple(cells[name] if name in cells else types.CellType(autograph_ops)
+                    for name in code.co_freevars)
+    new_fn = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    new_fn.__kwdefaults__ = fn.__kwdefaults__
+    new_fn.__qualname__ = fn.__qualname__
+    new_fn.__wrapped_original__ = fn
+    return new_fn
+
+
+def to_code(fn: Callable) -> str:
+    """The converted Python source of `fn` (TF's `tf.autograph.to_code`)."""
+    fn = getattr(fn, "python_function", fn)
+    if inspect.ismethod(fn):
+        fn = fn.__func__
+    return _converted(fn).source + "\n"
+
+
+autograph_ops.hooks.convert = convert

@@ -1,0 +1,158 @@
+"""Structured records of every trace, and the in-process registry others subscribe to.
+
+Every time a `jf.function` traces, the runtime publishes a `TraceRecord`: which function,
+where it is defined, which call triggered it, how long tracing took, and *why* it
+traced (first call, or the exact argument that changed, old → new) with advice on
+avoiding it. The summary writer, tracer and panel subscribe:
+
+    unsubscribe = jf.trace_records.subscribe(lambda record: print(record))
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
+
+from jitflow.runtime.tracing.trace_types import ArgChange
+
+FIRST_CALL = "first_call"
+RETRACE = "retrace"
+NEW_FUNCTION_OBJECT = "new_function_object"
+SIGNATURE = "get_concrete_function"
+VARIABLE_LIFTING = "variable_lifting"
+
+
+@dataclass
+class TraceRecord:
+    function: str                  # qualified name, e.g. "DemoModule.addprint"
+    function_id: int               # stable per Function object within the process
+    source: str                    # "path/to/file.py:12"
+    call_site: str                 # "path/to/caller.py:40 in train"
+    key: str                       # readable cache key
+    trace_number: int              # 1 for the first trace of this Function
+    trace_seconds: float
+    reason_kind: str               # FIRST_CALL, RETRACE, NEW_FUNCTION_OBJECT, ...
+    changes: Tuple[ArgChange, ...] = ()
+    advice: str = ""
+    graph_name: str = ""
+    num_nodes: int = 0
+    calls_so_far: int = 0          # calls of this Function when it traced
+    compile_seconds: Optional[float] = None
+    timestamp: float = field(default_factory=time.time)
+
+    @property
+    def reason(self) -> str:
+        """One line: `first call` or `arg 'x': dtype int32 → float32; ...`."""
+        if self.reason_kind == FIRST_CALL:
+            return "first call"
+        if self.reason_kind == NEW_FUNCTION_OBJECT:
+            return "new jf.function object for an already-traced Python function"
+        if self.reason_kind == SIGNATURE:
+            return "get_concrete_function"
+        if self.reason_kind == VARIABLE_LIFTING:
+            return "retrace after creating variables (variables may only be created once)"
+        return "; ".join(str(c) for c in self.changes) or "cache miss"
+
+    def to_dict(self) -> dict:
+        return {
+            "function": self.function, "function_id": self.function_id, "source": self.source,
+            "call_site": self.call_site, "key": self.key, "trace_number": self.trace_number,
+            "trace_seconds": self.trace_seconds, "compile_seconds": self.compile_seconds,
+            "reason_kind": self.reason_kind, "reason": self.reason,
+            "changes": [c.to_dict() for c in self.changes], "advice": self.advice,
+            "graph_name": self.graph_name, "num_nodes": self.num_nodes,
+            "calls_so_far": self.calls_so_far, "timestamp": self.timestamp,
+        }
+
+    def __str__(self) -> str:
+        return (f"trace #{self.trace_number} of {self.function} ({self.reason}) at {self.call_site}, "
+                f"{self.trace_seconds * 1e3:.2f} ms")
+
+
+def advice_for(changes: Tuple[ArgChange, ...], reason_kind: str, function: str) -> str:
+    """A specific fix for the most telling change."""
+    if reason_kind == NEW_FUNCTION_OBJECT:
+        return (f"A new jf.function wrapping {function} is created each time (e.g. inside a loop or "
+                "another function), so nothing is reused. Define the jf.function once, at module "
+                "or class level, and call that object repeatedly.")
+    if reason_kind != RETRACE or not changes:
+        return ""
+    kinds = {c.kind for c in changes}
+    first = changes[0]
+    if "value" in kinds or ("type" in kinds and (first.new.startswith("Python") or first.old.startswith("Python"))):
+        c = next(c for c in changes if c.kind in ("value", "type"))
+        return (f"{c.path} is a Python value, and every distinct Python value is part of the cache "
+                "key. Pass it as a tensor (jf.constant(...)) so one graph serves all values, or "
+                "fix the function's input_signature.")
+    if kinds == {"shape"}:
+        dims = []
+        for c in changes:
+            dims.append(c.path)
+        return (f"The shape of {', '.join(dims)} changes between calls. Use "
+                "jf.function(reduce_retracing=True), or an input_signature with None for the "
+                "dimensions that vary, e.g. jf.TensorSpec(shape=[None, ...]).")
+    if "dtype" in kinds:
+        c = next(c for c in changes if c.kind == "dtype")
+        return (f"{c.path} arrives with a different dtype ({c.old} → {c.new}). Cast it to one dtype "
+                "before calling (jf.cast), or fix the dtype with an input_signature.")
+    if "object" in kinds:
+        c = next(c for c in changes if c.kind == "object")
+        return (f"{c.path} is a new object on each call, and objects are keyed by identity. Create "
+                "it once outside the loop and reuse it, or pass the tensors/values it holds instead.")
+    if "structure" in kinds:
+        return ("The nesting or length of a list/dict argument changed. Keep the structure fixed, or "
+                "pass one stacked tensor instead of a Python list of tensors.")
+    return "Keep the argument types, shapes and Python values stable between calls."
+
+
+class TraceRegistry:
+    """Keeps every record of this process and notifies subscribers (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._records: List[TraceRecord] = []
+        self._subscribers: Dict[int, Callable[[TraceRecord], None]] = {}
+        self._lock = threading.Lock()
+        self._next = 0
+
+    def publish(self, record: TraceRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+            subscribers = list(self._subscribers.values())
+        for callback in subscribers:
+            callback(record)
+
+    def subscribe(self, callback: Callable[[TraceRecord], None]) -> Callable[[], None]:
+        """Call `callback(record)` for every future trace; returns an unsubscribe function."""
+        with self._lock:
+            token = self._next
+            self._next += 1
+            self._subscribers[token] = callback
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._subscribers.pop(token, None)
+        return unsubscribe
+
+    def records(self, function: Optional[str] = None) -> List[TraceRecord]:
+        with self._lock:
+            return [r for r in self._records if function is None or r.function == function]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._records.clear()
+
+    def most_common_reason(self, function_id: int) -> Optional[str]:
+        with self._lock:
+            reasons = [r.reason for r in self._records
+                       if r.function_id == function_id and r.reason_kind != FIRST_CALL]
+        if not reasons:
+            return None
+        return Counter(reasons).most_common(1)[0][0]
+
+
+registry = TraceRegistry()
+subscribe = registry.subscribe
+records = registry.records
+clear = registry.clear

@@ -1,0 +1,1 @@
+"""Stage 8, training libraries: optimizers, losses, initializers and checkpoints."""
