@@ -216,7 +216,7 @@ class _Sink:
             try:
                 self._drain_locked()
                 if self._file is not None:
-                    self._write_guarded(self._file.flush, 0)
+                    self._write_guarded(self._file.flush)
             except BaseException:
                 self._mark_seen()
                 raise
@@ -278,20 +278,22 @@ class _Sink:
             return
         progress = [0]
         try:
-            self._write_guarded(lambda: _write_all(self._file, record_writer.frame_many(items), progress), n)
+            self._write_guarded(lambda: _write_all(self._file, record_writer.frame_many(items), progress),
+                                items, progress)
         except BaseException:
             if progress[0] == 0 and self._error is None:  # interrupted before writing: keep them
                 q.extendleft(reversed(items))
             raise
         self._last_write = time.monotonic()
 
-    def _write_guarded(self, write: Any, n: int) -> None:
-        """Run a write; an I/O error fails the writer (n summaries lost with it)."""
+    def _write_guarded(self, write: Any, items: list = (), progress: list = (0,)) -> None:
+        """Run a write of `items`; an I/O error fails the writer. The records of
+        the batch not written whole (per `progress`, bytes written) count as lost."""
         try:
             write()
         except Exception as e:
             self._error = _named_error(self.path, e)
-            self._lost += n
+            self._lost += len(items) - _whole_records(items, progress[0])
             self._unusable = True
             lifecycle.failed(self)
             raise self._error.with_traceback(None) from None
@@ -303,7 +305,7 @@ class _Sink:
         try:
             if self._error is None and self._file is not None:
                 self._drain_locked()
-                self._write_guarded(self._file.flush, 0)
+                self._write_guarded(self._file.flush)
         except Exception:
             pass  # recorded on the sink: close() raises it, exit reports it
         finally:
@@ -334,7 +336,7 @@ class _Sink:
                 return
             try:
                 self._drain_locked()
-                self._write_guarded(self._file.flush, 0)
+                self._write_guarded(self._file.flush)
             except Exception:
                 pass  # the writer failed; its next call (or exit) reports it
 
@@ -354,6 +356,17 @@ class _Sink:
         if not self._closed:
             self._inherited = self._unusable = True
         lifecycle.unregister(self)
+
+
+def _whole_records(payloads: list, nbytes: int) -> int:
+    """How many framed payloads fit whole in the first `nbytes` written."""
+    count = 0
+    for p in payloads:
+        nbytes -= len(p) + 16  # 12 header + 4 CRC bytes per record
+        if nbytes < 0:
+            break
+        count += 1
+    return count
 
 
 def _named_error(path: str, e: Exception) -> Exception:

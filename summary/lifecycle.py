@@ -188,7 +188,9 @@ def _report_lost() -> bool:
     lines = [f"jitflow.summary: SUMMARY DATA LOST: {lost} summaries could not be written "
              "and no caller saw the error:"]
     for s in unseen:
-        lines.append(f"  {s.path}: {s._error} ({s._lost} not written)")
+        cause = s._error.__cause__ or s._error
+        detail = getattr(cause, "strerror", None) or f"{type(cause).__name__}: {cause}"
+        lines.append(f"  {s.path}: {detail} ({s._lost} not written)")
         s._error_reported = True
     lines.append("jitflow.summary: call flush() or close() on summary writers to see such "
                  "errors where they happen; the exit status is set to non-zero.")
