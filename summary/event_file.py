@@ -197,8 +197,8 @@ class _Sink:
             self._slow_path()
         q = self._queue
         q.append(payload)
-        if len(q) > self._max_queue or self._unusable:  # (closed by another thread meanwhile)
-            self._drain()
+        if len(q) > self._max_queue or self._unusable:  # (or closed by another thread meanwhile)
+            self._drain(payload)
 
     def add_large(self, payload: bytes) -> None:
         """`add` for big records (images, histograms): also bounds queued bytes."""
@@ -213,10 +213,11 @@ class _Sink:
         if self._closed:
             return
         with self._lock:
+            if self._file is None and self._error is None:
+                return  # closed meanwhile, or a forked child that has not written yet
             try:
                 self._drain_locked()
-                if self._file is not None:
-                    self._write_guarded(self._file.flush)
+                self._write_guarded(self._file.flush)
             except BaseException:
                 self._mark_seen()
                 raise
@@ -250,8 +251,11 @@ class _Sink:
         if self._error is not None:
             self._error_reported = True
 
-    def _drain(self) -> None:
+    def _drain(self, payload: bytes | None = None) -> None:
         with self._lock:
+            if self._closed and self._error is None:
+                self._withdraw(payload)
+                return
             try:
                 self._drain_locked()
             except BaseException:
@@ -259,6 +263,18 @@ class _Sink:
                 raise
 
     # --- under the lock ------------------------------------------------------------------
+
+    def _withdraw(self, payload: bytes | None) -> None:
+        # An add that raced with close(): close() wrote its record, or the
+        # record is still queued and the add raises. Each racing add takes out
+        # only its own, so no other thread's call is answered wrongly.
+        try:
+            self._queue.remove(payload)
+        except ValueError:
+            return
+        self._lost += 1
+        raise RuntimeError(f"summary writer for {self.logdir!r} was closed while this "
+                           "summary was being added; it was not written")
 
     def _drain_locked(self) -> None:
         q = self._queue
@@ -268,12 +284,6 @@ class _Sink:
         if self._error is not None:
             self._lost += n
             self._raise_error()
-        if self._closed or self._inherited:
-            if n:  # added while another thread closed the writer
-                self._lost += n
-                raise RuntimeError(f"summary writer for {self.logdir!r} was closed while "
-                                   f"{n} summaries were being added; they were not written")
-            return
         if not n:
             return
         progress = [0]
@@ -310,8 +320,11 @@ class _Sink:
             pass  # recorded on the sink: close() raises it, exit reports it
         finally:
             self._closed = True
-            self._lost += len(self._queue)  # only non-empty after a failure
-            self._queue.clear()
+            if self._error is not None:
+                self._lost += len(self._queue)
+                self._queue.clear()
+            # Otherwise what is left was added while closing: each such `add`
+            # withdraws its own next and raises (see _withdraw).
             lifecycle.unregister(self)
             if self._file is not None:
                 f, self._file = self._file, None

@@ -96,3 +96,31 @@ def test_dropping_300_writers_under_a_64_descriptor_limit(tmp_path):
     assert r.returncode == 0 and r.stdout.strip() == "OK", r.stderr
     assert len(list(tmp_path.iterdir())) == 300
     assert run_scalars(tmp_path / "run299") == {"x": [(299, 299.0)]}
+
+
+def test_adds_racing_close_are_written_or_raise(tmp_path):
+    # Threads keep adding while another closes: every call either returned
+    # (and its summary is in the file) or raised; nothing vanishes.
+    for attempt in range(5):
+        w = s.SummaryWriter(str(tmp_path / f"race{attempt}"), max_queue=3)
+        returned = [0] * 4
+
+        def work(k):
+            try:
+                for i in range(100000):
+                    w.add_scalar(f"t{k}", float(i), i)
+                    returned[k] += 1
+            except RuntimeError as e:
+                assert "closed" in str(e)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(0.02)
+        w.close()
+        for t in threads:
+            t.join()
+        got = run_scalars(tmp_path / f"race{attempt}")
+        for k in range(4):
+            steps = [step for step, _ in got.get(f"t{k}", [])]
+            assert steps == list(range(returned[k]))
