@@ -120,3 +120,29 @@ def test_write_error_at_the_end_of_a_multiprocessing_child_fails_the_child(tmp_p
     assert json.loads(r.stdout)["exitcode"] == 1
     assert "SUMMARY DATA LOST" in r.stderr and "File too large" in r.stderr
     assert len(event_files(tmp_path)) == 2  # the parent's and the child's own
+
+
+FLUSHER_THEN_CALL = PRELUDE + """
+    w = s.SummaryWriter(logdir, max_queue=1000, flush_secs=0.05)
+    limit_file_size(600)
+    for i in range(128):
+        w.add_scalar("x", float(i), i)
+    deadline = time.monotonic() + 30
+    while w.file_writer._sink._error is None and time.monotonic() < deadline:
+        time.sleep(0.01)  # the shared flusher thread writes (and fails) within flush_secs
+    seen = []
+    for call in (lambda: w.add_scalar("x", 1.0, 0), w.flush, w.close, w.close):
+        try:
+            call()
+            seen.append("ok")
+        except OSError as e:
+            seen.append(e.errno)
+    print(json.dumps(seen))
+"""
+
+
+def test_write_error_in_the_flusher_thread_surfaces_on_the_next_call(tmp_path):
+    r = run_child(FLUSHER_THEN_CALL, tmp_path, "flusher-next")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [errno.EFBIG, errno.EFBIG, errno.EFBIG, "ok"]
+    assert "SUMMARY DATA LOST" not in r.stderr  # seen by the program: nothing to report

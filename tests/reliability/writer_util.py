@@ -20,8 +20,17 @@ def event_files(logdir) -> list[str]:
     return sorted(glob.glob(os.path.join(str(logdir), "events.out.tfevents.*")))
 
 
+try:  # an independent CRC-32C: the C library when installed ...
+    from crc32c import crc32c as _c_crc32c
+except ImportError:  # ... else TensorBoard's own pure-Python one (slow, fine for tests)
+    _c_crc32c = None
+
+
 def _masked_crc(data: bytes) -> int:
-    c = pywrap_tensorflow.crc_update(0, data) & 0xFFFFFFFF  # TensorBoard's CRC, not jitflow's
+    if _c_crc32c is not None:
+        c = _c_crc32c(data)
+    else:
+        c = pywrap_tensorflow.crc_update(0, data) & 0xFFFFFFFF
     return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
