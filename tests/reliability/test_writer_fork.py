@@ -14,6 +14,7 @@ import os
 
 import pytest
 from writer_util import event_files, loaded_events, run_scalars, steps_of, whole_records
+from writer_util import fresh_summary_defaults  # noqa: F401 (autouse fixture)
 
 import jitflow.summary as s
 

@@ -10,7 +10,6 @@ order, readable by TensorBoard.
 from __future__ import annotations
 
 import mmap
-import os
 import signal
 import struct
 import subprocess
@@ -19,7 +18,7 @@ import textwrap
 import time
 
 import pytest
-from writer_util import loaded_events, event_files, whole_records
+from writer_util import event_files, loaded_events, whole_records
 
 pytestmark = pytest.mark.slow
 

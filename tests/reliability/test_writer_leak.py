@@ -15,6 +15,7 @@ import time
 
 import pytest
 from writer_util import event_files, loaded_events, run_child, run_scalars
+from writer_util import fresh_summary_defaults  # noqa: F401 (autouse fixture)
 
 import jitflow.summary as s
 from jitflow.summary import context

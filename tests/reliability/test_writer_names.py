@@ -9,6 +9,7 @@ import threading
 
 import pytest
 from writer_util import event_files, loaded_events, run_scalars
+from writer_util import fresh_summary_defaults  # noqa: F401 (autouse fixture)
 
 import jitflow.summary as s
 from jitflow.summary import event_file

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from tensorboard.backend.event_processing import event_file_loader, plugin_event_accumulator
 from tensorboard.compat.proto import event_pb2
 from tensorboard.compat.tensorflow_stub import pywrap_tensorflow
@@ -84,3 +85,18 @@ def run_child(script: str, *args, timeout: float = 120, env: dict | None = None)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
                           capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(autouse=True)
+def fresh_summary_defaults():
+    """Import into a test module: its tests neither see nor leave a default writer."""
+    from jitflow.summary import context
+
+    def reset():
+        context.set_global_writer(None)
+        context.global_step = None
+        context.tls.writer, context.tls.step, context.tls.record = None, context._UNSET, True
+
+    reset()
+    yield
+    reset()
