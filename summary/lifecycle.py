@@ -140,7 +140,8 @@ def _after_fork_in_child() -> None:
     _failed.clear()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _ensure_multiprocessing_exit_hooks() -> None:
