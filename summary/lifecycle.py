@@ -78,7 +78,10 @@ def retire(sink: Any) -> None:
             sink._lock.release()
     else:
         _retired.append(sink)
-        _ensure_flusher()
+        try:
+            _ensure_flusher()
+        except RuntimeError:  # interpreter shutdown: no new threads; exit closes it
+            return
         _wake.set()
 
 
