@@ -279,7 +279,8 @@ class _Sink:
     def _drain_locked(self) -> None:
         q = self._queue
         n = len(q)
-        items = [q.popleft() for _ in range(n)]
+        pop = q.popleft  # only drains pop, under the lock; appends may go on meanwhile
+        items = [pop() for _ in range(n)]
         self._large_bytes = 0
         if self._error is not None:
             self._lost += n
@@ -288,25 +289,34 @@ class _Sink:
             return
         progress = [0]
         try:
-            self._write_guarded(lambda: _write_all(self._file, record_writer.frame_many(items), progress),
-                                items, progress)
+            data = record_writer.frame_many(items)
+            written = self._file.write(data)  # unbuffered: usually all of it at once
+            if written is not None and written < len(data):
+                progress[0] = written
+                _write_all(self._file, data, progress)
+        except Exception as e:
+            self._fail(e, items, progress[0])
         except BaseException:
-            if progress[0] == 0 and self._error is None:  # interrupted before writing: keep them
+            if progress[0] == 0:  # interrupted before anything was written: keep them
                 q.extendleft(reversed(items))
             raise
         self._last_write = time.monotonic()
 
-    def _write_guarded(self, write: Any, items: list = (), progress: list = (0,)) -> None:
-        """Run a write of `items`; an I/O error fails the writer. The records of
-        the batch not written whole (per `progress`, bytes written) count as lost."""
+    def _write_guarded(self, write: Any) -> None:
+        """Run a write (a flush); an I/O error fails the writer."""
         try:
             write()
         except Exception as e:
-            self._error = _named_error(self.path, e)
-            self._lost += len(items) - _whole_records(items, progress[0])
-            self._unusable = True
-            lifecycle.failed(self)
-            raise self._error.with_traceback(None) from None
+            self._fail(e)
+
+    def _fail(self, e: Exception, items: list = (), nbytes: int = 0) -> None:
+        """Fail the writer with I/O error `e` and raise it. The records of the
+        batch not written whole (`nbytes` of it were) count as lost."""
+        self._error = _named_error(self.path, e)
+        self._lost += len(items) - _whole_records(items, nbytes)
+        self._unusable = True
+        lifecycle.failed(self)
+        raise self._error.with_traceback(None) from None
 
     def _close_locked(self) -> None:
         if self._closed:
