@@ -13,7 +13,8 @@ Example:
     ...     tw.add_scalar("loss", 0.5, global_step=0)
 
 Modules: `record_writer` (TFRecord framing, CRC-32C), `event_file` (file naming,
-header, background writer thread), `protos` (proto builders), `wire` (hand-encoded
+header, queueing, writing), `lifecycle` (the shared flusher
+thread, fork, garbage collection and exit), `protos` (proto builders), `wire` (hand-encoded
 scalar events), `writer` (TF2-style API), `torch_writer` (PyTorch-style API).
 """
 

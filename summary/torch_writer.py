@@ -43,6 +43,18 @@ def default_log_dir(comment: str = "") -> str:
     return os.path.join("runs", stamp + "_" + socket.gethostname() + comment)
 
 
+def _each(writers: list, method: str) -> None:
+    """Call `method` on every writer; raise the first error after all were tried."""
+    first = None
+    for fw in writers:
+        try:
+            getattr(fw, method)()
+        except Exception as e:
+            first = first or e
+    if first is not None:
+        raise first
+
+
 def _opt_step(step: Any) -> int | None:
     return None if step is None else as_step(step, "global_step")
 
@@ -224,13 +236,11 @@ class SummaryWriter:
                                "open a new writer to write more")
 
     def flush(self) -> None:
-        """Block until everything added so far is in the event files."""
-        self.file_writer.flush()
-        for fw in list(self._sub_writers.values()):
-            fw.flush()
+        """Block until everything added so far is in the event files (handed to
+        the OS: it survives the process being killed)."""
+        _each([self.file_writer, *self._sub_writers.values()], "flush")
 
     def close(self) -> None:
-        """Flush and close all event files; adding afterwards raises RuntimeError."""
-        self.file_writer.close()
-        for fw in list(self._sub_writers.values()):
-            fw.close()
+        """Flush and close all event files; adding afterwards raises RuntimeError.
+        Every file is closed even if one fails; the first error is raised."""
+        _each([self.file_writer, *self._sub_writers.values()], "close")

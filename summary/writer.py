@@ -156,11 +156,14 @@ class SummaryFileWriter:
             self._open()
 
     def flush(self) -> None:
-        """Block until everything written so far is in the event file."""
+        """Block until everything written so far is in the event file (handed to
+        the OS: it survives the process being killed). Raises the writer's
+        error if a write failed."""
         self._events.flush()
 
     def close(self) -> None:
-        """Flush and close the event file. Writing afterwards raises RuntimeError."""
+        """Flush and close the event file. Writing afterwards raises RuntimeError;
+        a failed write is raised here (once) if no earlier call raised it."""
         self._events.close()
 
     # --- writing (called by the module functions) ----------------------------------------
@@ -210,8 +213,13 @@ def create_file_writer(logdir: str | os.PathLike | None, max_queue: int = 10,
                        name: str | None = None) -> SummaryFileWriter | NoopSummaryWriter:
     """A summary writer for `logdir` (created if missing; local path or fsspec URL).
 
-    At most `max_queue` summaries wait in memory before they go to the writer
-    thread; pending ones are written at least every `flush_millis`. As in TF,
+    At most `max_queue` summaries wait in memory (so at most that many per
+    writing thread are lost if the process is killed); the call that adds one
+    more writes them all, as TF does. Waiting ones are written within
+    `flush_millis` by a thread all writers share. A writer that is garbage-
+    collected unclosed is closed; in a forked child it writes to a new event
+    file of its own. Write errors are raised on the next call, by `flush()` and
+    `close()`, and reported at exit (see docs/guarantees.md). As in TF,
     `logdir=None` gives a no-op writer.
 
     Example:
