@@ -6,7 +6,7 @@ tracing/profiling, and a panel that explains every retrace.
     ... def f(x):
     ...     return jf.reduce_sum(jf.tanh(x * 2.0 + 1.0))
     >>> round(float(f(jf.constant([0.0, 1.0]))), 4)
-    1.7565
+    1.7566
 
 Names mirror TensorFlow 2 so that `tf.` → `jf.` ports code. `__all__` below is the whole
 public API; internals stay importable by their full path (`jitflow.runtime.ops.registry`)

@@ -57,7 +57,11 @@ def trace_on(graph: bool = True, profiler: bool = False, profiler_outdir: Option
 
 
 def trace_off() -> None:
-    """Stop recording and discard what was recorded."""
+    """Stop recording and discard what was recorded.
+
+    >>> jf.summary.trace_on(graph=True)
+    >>> jf.summary.trace_off()
+    """
     _capture.stop()
 
 
@@ -70,6 +74,17 @@ def trace_export(name: str, step: Any = None, profiler_outdir: Optional[str] = N
     `<host>.trace.json.gz` (default outdir: the writer's logdir). Returns True when
     the summary was written. An unwritable `profiler_outdir` raises an OSError naming
     it before the summary is written (the trace is ended either way, as in TF).
+
+    >>> import tempfile
+    >>> w = jf.summary.create_file_writer(tempfile.mkdtemp())
+    >>> @jf.function
+    ... def f(x):
+    ...     return x * 2
+    >>> jf.summary.trace_on(graph=True)
+    >>> _ = f(jf.constant(1.0))
+    >>> with w.as_default():
+    ...     jf.summary.trace_export('f', step=0)
+    True
     """
     profiler_outdir = _outdir(profiler_outdir)
     captured = _capture.active()

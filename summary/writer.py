@@ -190,7 +190,13 @@ class SummaryFileWriter:
 
 class NoopSummaryWriter:
     """A writer that writes nothing (`create_noop_writer`). As in TF, entering
-    `as_default()` leaves the current default writer in place."""
+    `as_default()` leaves the current default writer in place.
+
+    >>> w = jf.summary.create_noop_writer()
+    >>> with w.as_default():
+    ...     jf.summary.scalar('loss', 1.0, step=0)
+    False
+    """
 
     def as_default(self, step: Any = None) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext(self)
@@ -236,7 +242,12 @@ def create_file_writer(logdir: str | os.PathLike | None, max_queue: int = 10,
 
 
 def create_noop_writer() -> NoopSummaryWriter:
-    """A writer that does nothing, for code that wants a writer object."""
+    """A writer that does nothing, for code that wants a writer object.
+
+    >>> with jf.summary.create_noop_writer().as_default():
+    ...     jf.summary.should_record_summaries()
+    False
+    """
     return NoopSummaryWriter()
 
 
@@ -425,7 +436,14 @@ def write(tag: str, tensor: Any, step: Any = None, metadata: Any = None, name: s
 
 
 def flush(writer: Any = None) -> None:
-    """Flush `writer`, or the default writer (nothing if there is none)."""
+    """Flush `writer`, or the default writer (nothing if there is none).
+
+    >>> import tempfile
+    >>> w = jf.summary.create_file_writer(tempfile.mkdtemp())
+    >>> with w.as_default():
+    ...     _ = jf.summary.scalar('loss', 0.5, step=1)
+    ...     jf.summary.flush()
+    """
     w = writer if writer is not None else context.default_writer()
     if w is not None:
         w.flush()
@@ -433,7 +451,11 @@ def flush(writer: Any = None) -> None:
 
 def should_record_summaries() -> bool:
     """True when a summary call here would write: a default writer exists and
-    the `record_if` condition holds."""
+    the `record_if` condition holds.
+
+    >>> jf.summary.should_record_summaries()
+    False
+    """
     return context.default_writer() is not None and context.recording()
 
 

@@ -91,3 +91,6 @@ class Trace:
             active.region(_capture.Region(self.name, self._start, time.perf_counter_ns(),
                                           threading.get_ident(), self.step_num,
                                           {k: v for k, v in self.args.items() if not k.startswith("_")}))
+
+
+__all__ = ["start", "stop", "Profile", "Trace"]

@@ -72,8 +72,8 @@ registry.tape_hook = record
 class GradientTape:
     """Records operations for automatic differentiation (TF's `tf.GradientTape`).
 
-    >>> x = Variable(3.0)
-    >>> with GradientTape() as tape:
+    >>> x = jf.Variable(3.0)
+    >>> with jf.GradientTape() as tape:
     ...     y = x * x
     >>> tape.gradient(y, x).numpy()
     np.float32(6.0)

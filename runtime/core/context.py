@@ -38,7 +38,11 @@ def current_graph() -> Optional["Graph"]:
 
 
 def executing_eagerly() -> bool:
-    """True outside any `jf.function` trace (TF's `tf.executing_eagerly`)."""
+    """True outside any `jf.function` trace (TF's `tf.executing_eagerly`).
+
+    >>> jf.executing_eagerly()
+    True
+    """
     return _state.graph is None
 
 
@@ -63,6 +67,13 @@ def init_scope():
 
     Variable creation inside a traced function happens here so the variable outlives the
     trace, as TF lifts variable initialisers out of function graphs.
+
+    >>> @jf.function
+    ... def f():
+    ...     with jf.init_scope():
+    ...         return jf.executing_eagerly()
+    >>> f()
+    <jf.Tensor: shape=(), dtype=bool, numpy=True>
     """
     return graph_scope(None)
 

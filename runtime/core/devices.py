@@ -34,14 +34,22 @@ CPU0 = f"{JOB}/device:CPU:0"
 # -- the public value types (TF's reprs) ---------------------------------------------------
 @dataclass(frozen=True)
 class PhysicalDevice:
-    """A device found on this machine: `PhysicalDevice(name='/physical_device:GPU:0', device_type='GPU')`."""
+    """A device found on this machine: `PhysicalDevice(name='/physical_device:GPU:0', device_type='GPU')`.
+
+    >>> jf.config.list_physical_devices('CPU')[0].device_type
+    'CPU'
+    """
     name: str
     device_type: str
 
 
 @dataclass(frozen=True)
 class LogicalDevice:
-    """A device ops can be placed on: `LogicalDevice(name='/device:GPU:0', device_type='GPU')`."""
+    """A device ops can be placed on: `LogicalDevice(name='/device:GPU:0', device_type='GPU')`.
+
+    >>> jf.config.list_logical_devices('CPU')[0].device_type
+    'CPU'
+    """
     name: str
     device_type: str
 
@@ -51,6 +59,9 @@ class LogicalDeviceConfiguration:
 
     `memory_limit` is in MB; jitflow's allocator refuses allocations beyond it with a
     `jf.errors.ResourceExhaustedError` that names the limit and the request.
+
+    >>> jf.config.LogicalDeviceConfiguration(memory_limit=1024).memory_limit
+    1024
     """
 
     def __init__(self, memory_limit: Optional[int] = None, experimental_priority: Optional[int] = None,
@@ -147,6 +158,11 @@ def _discover() -> List[PhysicalDevice]:
 
 
 def list_physical_devices(device_type: Optional[str] = None) -> List[PhysicalDevice]:
+    """The devices on this machine, of one type (`"CPU"`, `"GPU"`) or all (`tf.config.list_physical_devices`).
+
+    >>> [d.device_type for d in jf.config.list_physical_devices('CPU')]
+    ['CPU']
+    """
     kind = _check_type(device_type)
     out = []
     if kind in (None, "CPU"):
@@ -179,6 +195,10 @@ def _check_physical(device: Any, want: Optional[str] = None) -> PhysicalDevice:
 
 
 def set_visible_devices(devices: Any, device_type: Optional[str] = None) -> None:
+    """Restrict which physical devices of `device_type` jitflow uses; only before the devices initialise.
+
+    >>> jf.config.set_visible_devices([], 'GPU')  # doctest: +SKIP
+    """
     global _visible
     kind = _check_type(device_type)
     devices = [devices] if isinstance(devices, PhysicalDevice) else list(devices or [])
@@ -197,6 +217,11 @@ def set_visible_devices(devices: Any, device_type: Optional[str] = None) -> None
 
 
 def get_visible_devices(device_type: Optional[str] = None) -> List[PhysicalDevice]:
+    """The physical devices of `device_type` jitflow uses (`tf.config.get_visible_devices`).
+
+    >>> [d.device_type for d in jf.config.get_visible_devices('CPU')]
+    ['CPU']
+    """
     kind = _check_type(device_type)
     gpus = _discover() if _visible is None else list(_visible)
     out = [PhysicalDevice("/physical_device:CPU:0", "CPU")] if kind in (None, "CPU") else []
@@ -220,6 +245,11 @@ def get_memory_growth(device: PhysicalDevice) -> bool:
 
 
 def set_logical_device_configuration(device: PhysicalDevice, logical_devices: Optional[List[Any]]) -> None:
+    """Split a physical device into logical ones (`tf.config.set_logical_device_configuration`); only before the devices initialise.
+
+    >>> cpu = jf.config.list_physical_devices('CPU')[0]
+    >>> jf.config.set_logical_device_configuration(cpu, [jf.config.LogicalDeviceConfiguration()] * 2)  # doctest: +SKIP
+    """
     global _cpu_cfg
     _check_physical(device)
     configs = None if logical_devices is None else list(logical_devices)
@@ -243,6 +273,11 @@ def set_logical_device_configuration(device: PhysicalDevice, logical_devices: Op
 
 
 def get_logical_device_configuration(device: PhysicalDevice) -> Optional[List[LogicalDeviceConfiguration]]:
+    """The logical configurations set for a physical device, or None (`tf.config.get_logical_device_configuration`).
+
+    >>> cpu = jf.config.list_physical_devices('CPU')[0]
+    >>> jf.config.get_logical_device_configuration(cpu)  # doctest: +SKIP
+    """
     _check_physical(device)
     if device.device_type == "CPU":
         return None if _cpu_cfg is None else list(_cpu_cfg)
@@ -283,6 +318,11 @@ def _refresh_active() -> None:
 
 
 def list_logical_devices(device_type: Optional[str] = None) -> List[LogicalDevice]:
+    """The devices ops can be placed on, after visibility and logical splits (`tf.config.list_logical_devices`).
+
+    >>> [d.name for d in jf.config.list_logical_devices('CPU')]
+    ['/device:CPU:0']
+    """
     kind = _check_type(device_type)
     out: List[LogicalDevice] = []
     if kind in (None, "CPU"):
@@ -350,8 +390,8 @@ def resolve(spec: Optional[str]) -> str:
 class device:
     """Place ops and new tensors created in the block (TF's `tf.device`).
 
-    >>> with device("/CPU:0"):
-    ...     x = constant([1.0, 2.0]) * 2.0   # runs on the CPU even when a GPU is visible
+    >>> with jf.device("/CPU:0"):
+    ...     x = jf.constant([1.0, 2.0]) * 2.0   # runs on the CPU even when a GPU is visible
     >>> x.device
     '/job:localhost/replica:0/task:0/device:CPU:0'
 

@@ -13,7 +13,13 @@ import numpy as np
 
 
 class DType:
-    """A tensor element type, e.g. `jf.float32`. Compare with `==`; hashable."""
+    """A tensor element type, e.g. `jf.float32`. Compare with `==`; hashable.
+
+    >>> jf.float32.name
+    'float32'
+    >>> jf.as_dtype(np.int64) == jf.int64
+    True
+    """
 
     __slots__ = ("name", "as_numpy_dtype", "tf_enum", "is_floating", "is_integer",
                  "is_bool", "is_string", "is_unsigned", "size")
@@ -124,3 +130,14 @@ def python_scalar_dtype(value: Any) -> DType:
     if isinstance(value, (str, bytes)):
         return string
     raise TypeError(f"value: expected a Python bool, int, float or str; got {type(value).__name__}")
+
+
+__all__ = ["DType", "as_dtype", "float16", "float32", "float64", "half", "double", "int8", "int16", "int32",
+           "int64", "uint8", "bool", "string"]
+
+
+def __getattr__(name: str) -> Any:
+    """`jf.dtypes.bool` (TF's name) without shadowing the builtin `bool` inside this module."""
+    if name == "bool":
+        return bool_
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

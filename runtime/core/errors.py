@@ -44,3 +44,7 @@ class NotFoundError(OpError, FileNotFoundError):
 
 class DataLossError(OpError, ValueError):
     """Stored data is truncated or corrupt (e.g. a checkpoint file that fails its checksum)."""
+
+
+__all__ = ["OpError", "InvalidArgumentError", "InputSignatureError", "ResourceExhaustedError",
+           "FailedPreconditionError", "UnimplementedError", "OutOfRangeError", "NotFoundError", "DataLossError"]

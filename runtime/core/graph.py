@@ -68,6 +68,13 @@ class Graph:
     Holds the placeholders for arguments (`inputs`), the captured outer values
     (`captures`: eager tensors, variables or tensors of an enclosing graph, each fed
     through a placeholder), and the nodes.
+
+    >>> @jf.function
+    ... def f(x):
+    ...     return jf.tanh(x)
+    >>> graph = f.get_concrete_function(jf.TensorSpec([2], jf.float32)).graph
+    >>> [n.op.tf_op for n in graph.get_operations()]
+    ['Placeholder', 'Tanh']
     """
 
     def __init__(self, name: str, outer: Optional["Graph"] = None) -> None:

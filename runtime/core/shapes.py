@@ -11,7 +11,12 @@ Dims = Optional[Tuple[Optional[int], ...]]
 
 
 class TensorShape:
-    """A possibly partially-known shape: `TensorShape([2, None])`, `TensorShape(None)`."""
+    """A possibly partially-known shape: `TensorShape([2, None])`, `TensorShape(None)`.
+
+    >>> s = jf.TensorShape([2, None])
+    >>> s.rank, s.is_fully_defined()
+    (2, False)
+    """
 
     __slots__ = ("_dims",)
 

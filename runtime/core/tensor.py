@@ -24,7 +24,12 @@ unstack_on_device: Callable[["EagerTensor"], Any] = lambda t: iter(())
 
 
 class Tensor:
-    """Base class of eager and symbolic tensors (`isinstance(x, jf.Tensor)`)."""
+    """Base class of eager and symbolic tensors (`isinstance(x, jf.Tensor)`).
+
+    >>> t = jf.constant([[1, 2], [3, 4]])
+    >>> isinstance(t, jf.Tensor), t.shape, t.dtype.name
+    (True, TensorShape([2, 2]), 'int32')
+    """
 
     __slots__ = ()
     # numpy must defer to our operators: `np_array + tensor` → Tensor.__radd__.
@@ -285,6 +290,10 @@ class TensorSpec:
     """Describes a tensor argument: `TensorSpec(shape=[None, 3], dtype=jf.float32, name="x")`.
 
     `shape=None` means any rank; `None` dimensions match any size.
+
+    >>> spec = jf.TensorSpec(shape=[None, 3], dtype=jf.float32)
+    >>> spec.is_compatible_with(jf.zeros([5, 3]))
+    True
     """
 
     __slots__ = ("_dims", "_dtype", "_name")

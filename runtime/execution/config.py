@@ -35,7 +35,10 @@ def get_memory_info(device: str) -> Dict[str, int]:
 
 
 def reset_memory_stats(device: str) -> None:
-    """Start the `peak` of `get_memory_info(device)` again from what is in use now."""
+    """Start the `peak` of `get_memory_info(device)` again from what is in use now.
+
+    >>> jf.config.experimental.reset_memory_stats('GPU:0')  # doctest: +SKIP
+    """
     gpu = _gpu(device)
     from jitflow.runtime.execution import device_memory  # lazy: imports numba.cuda
     device_memory.memory(gpu).reset_peak()

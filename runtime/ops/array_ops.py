@@ -48,10 +48,23 @@ register("StopGradient", same_as_input, cpu=lambda x: x, public_name="stop_gradi
 
 
 def identity(input, name=None):  # noqa: A002 - TF's name
+    """A tensor with the same value as `input` (`tf.identity`); in a graph, a new node.
+
+    >>> jf.identity([1, 2]).numpy()
+    array([1, 2], dtype=int32)
+    """
     return apply("Identity", [convert_to_tensor(input)], name=name)[0]
 
 
 def stop_gradient(input, name=None):  # noqa: A002
+    """`input`, through which no gradient flows (`tf.stop_gradient`).
+
+    >>> x = jf.Variable(2.0)
+    >>> with jf.GradientTape() as tape:
+    ...     y = x * jf.stop_gradient(x)
+    >>> tape.gradient(y, x).numpy()
+    np.float32(2.0)
+    """
     return apply("StopGradient", [convert_to_tensor(input)], name=name)[0]
 
 
@@ -71,7 +84,11 @@ register("Cast", _cast_infer, cpu=_cast_kernel, public_name="cast")
 
 
 def cast(x, dtype, name=None):
-    """Convert `x` to `dtype` (floats truncate toward zero when cast to ints, like TF)."""
+    """Convert `x` to `dtype` (floats truncate toward zero when cast to ints, like TF).
+
+    >>> jf.cast([1.7, -1.7], jf.int32).numpy()
+    array([ 1, -1], dtype=int32)
+    """
     x = convert_to_tensor(x)
     dtype = _dt.as_dtype(dtype)
     if x._dtype is dtype:
@@ -121,6 +138,12 @@ register("Reshape", _reshape_infer, cpu=_reshape_kernel, public_name="reshape")
 
 
 def reshape(tensor, shape, name=None):
+    """`tensor` with a new shape of the same size; one dimension may be -1 (`tf.reshape`).
+
+    >>> jf.reshape(jf.range(6), [2, -1]).numpy()
+    array([[0, 1, 2],
+           [3, 4, 5]], dtype=int32)
+    """
     x = convert_to_tensor(tensor)
     static = _static_ints(shape, "shape")
     if static is not None:
@@ -145,6 +168,13 @@ register("Transpose", _transpose_infer, cpu=lambda x, perm: np.transpose(x, perm
 
 
 def transpose(a, perm=None, name=None):
+    """Permute the axes of `a` (reversed by default) (`tf.transpose`).
+
+    >>> jf.transpose([[1, 2, 3]]).numpy()
+    array([[1],
+           [2],
+           [3]], dtype=int32)
+    """
     x = convert_to_tensor(a)
     perm = _static_ints(perm, "perm") if perm is not None else None
     return apply("Transpose", [x], {"perm": tuple(perm) if perm is not None else None}, name=name)[0]
@@ -163,6 +193,11 @@ register("ExpandDims", _expand_dims_infer, public_name="expand_dims",
 
 
 def expand_dims(input, axis, name=None):  # noqa: A002
+    """Insert an axis of length 1 at `axis` (`tf.expand_dims`).
+
+    >>> jf.expand_dims([1, 2], axis=0).shape
+    TensorShape([1, 2])
+    """
     return apply("ExpandDims", [convert_to_tensor(input)], {"axis": int(axis)}, name=name)[0]
 
 
@@ -190,6 +225,11 @@ register("Squeeze", _squeeze_infer, cpu=_squeeze_kernel, public_name="squeeze")
 
 
 def squeeze(input, axis=None, name=None):  # noqa: A002
+    """Remove axes of length 1 (all of them, or those in `axis`) (`tf.squeeze`).
+
+    >>> jf.squeeze(jf.zeros([1, 3, 1])).shape
+    TensorShape([3])
+    """
     axes = None if axis is None else tuple(_static_ints(axis, "axis"))
     return apply("Squeeze", [convert_to_tensor(input)], {"squeeze_dims": axes}, name=name)[0]
 
@@ -231,6 +271,12 @@ register("ConcatV2", _concat_infer, public_name="concat", default_name="concat",
 
 
 def concat(values, axis, name=None):
+    """Join tensors along an existing `axis` (`tf.concat`).
+
+    >>> jf.concat([[[1, 2]], [[3, 4]]], axis=0).numpy()
+    array([[1, 2],
+           [3, 4]], dtype=int32)
+    """
     tensors = [convert_to_tensor(v) for v in values]
     if not tensors:
         raise ValueError("values: jf.concat needs at least one tensor; got an empty list")
@@ -260,6 +306,12 @@ register("Pack", _pack_infer, public_name="stack", default_name="stack",
 
 
 def stack(values, axis=0, name=None):
+    """Join tensors along a new `axis` (`tf.stack`).
+
+    >>> jf.stack([[1, 2], [3, 4]], axis=1).numpy()
+    array([[1, 3],
+           [2, 4]], dtype=int32)
+    """
     values = list(values)
     first = next((v for v in values if isinstance(v, Tensor)), None)
     hint = first._dtype if first is not None else None
@@ -285,6 +337,11 @@ register("Unpack", _unpack_infer, public_name="unstack", default_name="unstack",
 
 
 def unstack(value, num=None, axis=0, name=None):
+    """Split `value` into a list of tensors along `axis` (`tf.unstack`).
+
+    >>> [t.numpy() for t in jf.unstack(jf.constant([[1, 2], [3, 4]]))]
+    [array([1, 2], dtype=int32), array([3, 4], dtype=int32)]
+    """
     x = convert_to_tensor(value)
     if x._dims is None:
         raise ValueError("value: jf.unstack needs a known rank")
@@ -409,6 +466,11 @@ register("Shape", _shape_infer, public_name="shape",
 
 
 def shape(input, out_type=_dt.int32, name=None):  # noqa: A002
+    """The shape of `input` as a 1-D int32 tensor, known at run time (`tf.shape`).
+
+    >>> jf.shape(jf.zeros([2, 3])).numpy()
+    array([2, 3], dtype=int32)
+    """
     return apply("Shape", [convert_to_tensor(input)], {"out_type": _dt.as_dtype(out_type)}, name=name)[0]
 
 
@@ -421,10 +483,20 @@ register("Size", _size_infer, public_name="size",
 
 
 def size(input, out_type=_dt.int32, name=None):  # noqa: A002
+    """The number of elements of `input` as an int32 scalar (`tf.size`).
+
+    >>> jf.size(jf.zeros([2, 3])).numpy()
+    np.int32(6)
+    """
     return apply("Size", [convert_to_tensor(input)], {"out_type": _dt.as_dtype(out_type)}, name=name)[0]
 
 
 def rank(input, name=None):  # noqa: A002
+    """The number of dimensions of `input` as an int32 scalar (`tf.rank`).
+
+    >>> jf.rank(jf.zeros([2, 3])).numpy()
+    np.int32(2)
+    """
     x = convert_to_tensor(input)
     if x.ndim is None:
         return reshape(size(shape(x)), [])
@@ -451,11 +523,22 @@ def _check_dims(shape: Any) -> tuple:
 
 
 def fill(dims, value, name=None):
+    """A tensor of shape `dims` filled with `value` (`tf.fill`).
+
+    >>> jf.fill([2, 2], 7).numpy()
+    array([[7, 7],
+           [7, 7]], dtype=int32)
+    """
     v = convert_to_tensor(value)
     return apply("Fill", [v], {"dims": _check_dims(dims)}, name=name)[0]
 
 
 def zeros(shape, dtype=_dt.float32, name=None):
+    """A tensor of zeros of the given shape and dtype (float32 by default) (`tf.zeros`).
+
+    >>> jf.zeros([2]).numpy()
+    array([0., 0.], dtype=float32)
+    """
     dtype = _dt.as_dtype(dtype)
     if context._state.graph is None:
         return _new(EagerTensor(np.zeros(_check_dims(shape), dtype.as_numpy_dtype)
@@ -464,6 +547,11 @@ def zeros(shape, dtype=_dt.float32, name=None):
 
 
 def ones(shape, dtype=_dt.float32, name=None):
+    """A tensor of ones of the given shape and dtype (float32 by default) (`tf.ones`).
+
+    >>> jf.ones([2], dtype=jf.int32).numpy()
+    array([1, 1], dtype=int32)
+    """
     dtype = _dt.as_dtype(dtype)
     if context._state.graph is None:
         return _new(EagerTensor(np.ones(_check_dims(shape), dtype.as_numpy_dtype), dtype))
@@ -486,12 +574,22 @@ register("OnesLike", _ones_like_infer, public_name="ones_like", cpu=lambda x: np
 
 
 def zeros_like(input, dtype=None, name=None):  # noqa: A002
+    """Zeros with the shape (and dtype, unless given) of `input` (`tf.zeros_like`).
+
+    >>> jf.zeros_like([[1, 2]]).numpy()
+    array([[0, 0]], dtype=int32)
+    """
     x = convert_to_tensor(input)
     out = apply("ZerosLike", [x], name=name)[0]
     return out if dtype is None else cast(out, dtype)
 
 
 def ones_like(input, dtype=None, name=None):  # noqa: A002
+    """Ones with the shape (and dtype, unless given) of `input` (`tf.ones_like`).
+
+    >>> jf.ones_like([1.5, 2.5]).numpy()
+    array([1., 1.], dtype=float32)
+    """
     x = convert_to_tensor(input)
     out = apply("OnesLike", [x], name=name)[0]
     return out if dtype is None else cast(out, dtype)
@@ -524,7 +622,11 @@ def _known_value(t: Tensor) -> Optional[np.ndarray]:
 
 
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TF's name
-    """Like Python's range, as a tensor: `range(5)`, `range(1, 10, 2)`, tensors allowed."""
+    """Like Python's range, as a tensor: `range(5)`, `range(1, 10, 2)`, tensors allowed.
+
+    >>> jf.range(1, 10, 3).numpy()
+    array([1, 4, 7], dtype=int32)
+    """
     if limit is None:
         start, limit = 0, start
     args = [start, limit, delta]
@@ -562,7 +664,11 @@ register("SelectV2", _select_infer, public_name="where", default_name="SelectV2"
 
 
 def where(condition, x=None, y=None, name=None):
-    """Elementwise choice between x and y by condition (broadcasting)."""
+    """Elementwise choice between x and y by condition (broadcasting).
+
+    >>> jf.where([True, False], [1, 2], [10, 20]).numpy()
+    array([ 1, 20], dtype=int32)
+    """
     if x is None or y is None:
         raise ValueError("x and y: jf.where needs both x and y (index-returning where is not supported)")
     x, y = binary_operands(x, y)

@@ -217,6 +217,9 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: Optional[str] = None,
 
     `dtype` is a requirement (mismatching tensors raise TypeError); `dtype_hint` is used
     only for Python values that have no dtype of their own.
+
+    >>> jf.convert_to_tensor([1.0, 2.0]).dtype
+    jf.float32
     """
     if isinstance(value, Tensor):
         if dtype is not None and value._dtype is not _dt.as_dtype(dtype):

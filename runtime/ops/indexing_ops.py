@@ -67,7 +67,7 @@ register("GatherV2", _gather_infer, cpu=_gather_kernel, public_name="gather", de
 def gather(params, indices, axis=0, name=None):
     """`params` indexed by `indices` along `axis` (TF's `tf.gather`, batch_dims=0).
 
-    >>> gather(constant([10, 20, 30]), [2, 0]).numpy()
+    >>> jf.gather(jf.constant([10, 20, 30]), [2, 0]).numpy()
     array([30, 10], dtype=int32)
     """
     p = convert_to_tensor(params)
@@ -105,7 +105,11 @@ register("UnsortedSegmentSum", _segment_sum_infer, cpu=_segment_sum_kernel,
 
 
 def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
-    """Sum the rows of `data` whose `segment_ids` are equal; `num_segments` rows out."""
+    """Sum the rows of `data` whose `segment_ids` are equal; `num_segments` rows out.
+
+    >>> jf.math.unsorted_segment_sum([1, 2, 3], [0, 1, 0], num_segments=2).numpy()
+    array([4, 2], dtype=int32)
+    """
     n = convert_to_tensor(num_segments, dtype_hint=_dt.int32)
     ids = convert_to_tensor(segment_ids, dtype_hint=_dt.int32)
     return apply("UnsortedSegmentSum", [convert_to_tensor(data), ids, n], {"_num": _static_int(n)},
@@ -141,7 +145,11 @@ register("TensorScatterUpdate", _scatter_infer, cpu=_scatter_kernel,
 
 
 def tensor_scatter_nd_update(tensor, indices, updates, name=None):
-    """A copy of `tensor` with rows `indices[..., 0]` replaced by `updates` (index depth 1)."""
+    """A copy of `tensor` with rows `indices[..., 0]` replaced by `updates` (index depth 1).
+
+    >>> jf.tensor_scatter_nd_update([0, 0, 0], [[1]], [9]).numpy()
+    array([0, 9, 0], dtype=int32)
+    """
     t = convert_to_tensor(tensor)
     ids = convert_to_tensor(indices, dtype_hint=_dt.int32)
     u = convert_to_tensor(updates, dtype_hint=t.dtype)
@@ -175,7 +183,12 @@ register("Pad", _pad_infer, cpu=_pad_kernel, public_name="pad")
 
 
 def pad(tensor, paddings, name=None):
-    """`tensor` with zeros added: `paddings[d] = [before, after]` for each dimension d."""
+    """`tensor` with zeros added: `paddings[d] = [before, after]` for each dimension d.
+
+    >>> jf.pad([[1, 2]], [[1, 0], [0, 1]]).numpy()
+    array([[0, 0, 0],
+           [1, 2, 0]], dtype=int32)
+    """
     x = convert_to_tensor(tensor)
     p = convert_to_tensor(paddings, dtype_hint=_dt.int32)
     if x.ndim is not None and p.ndim is not None and p.shape != (x.ndim, 2):

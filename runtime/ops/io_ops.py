@@ -104,6 +104,9 @@ def print(*inputs: Any, output_stream: Any = None, summarize: int = 3, sep: str 
     Unlike `tf.print` (stderr), the default stream is the *current* `sys.stdout`, looked up
     at run time so notebooks and captured output see it. `output_stream` may be
     `sys.stdout`, `sys.stderr`, any file-like object, or `"file:///path"` to append.
+
+    >>> jf.print('x =', jf.constant([1, 2]))
+    x = [1 2]
     """
     if output_stream is None or output_stream is sys.__stdout__ or output_stream is sys.stdout:
         stream: Any = "stdout"
@@ -164,6 +167,9 @@ def py_function(func: Callable, inp: Sequence[Any], Tout: Any, name: Optional[st
     """Run the Python callable `func` on every call, eagerly or inside a `jf.function`.
 
     `func` receives eager tensors; `Tout` is a dtype, a list of dtypes, or `[]`/None.
+
+    >>> jf.py_function(lambda x: x * 2, [jf.constant(3)], Tout=jf.int32).numpy()
+    np.int32(6)
     """
     if not callable(func):
         raise TypeError(f"func: expected a callable; got {type(func).__name__}")

@@ -106,39 +106,267 @@ def _unary(op: str, x: Any, name: Optional[str]) -> Tensor:
 
 
 def add(x, y, name=None):
-    """x + y elementwise with broadcasting; strings concatenate."""
+    """x + y elementwise with broadcasting; strings concatenate.
+
+    >>> jf.add([1, 2], 10).numpy()
+    array([11, 12], dtype=int32)
+    >>> jf.add('con', 'cat').numpy()
+    b'concat'
+    """
     x, y = binary_operands(x, y)
     return apply("Add" if x._dtype.is_string else "AddV2", [x, y], name=name)[0]
 
 
-def subtract(x, y, name=None): return _binary("Sub", x, y, name)
-def multiply(x, y, name=None): return _binary("Mul", x, y, name)
-def floordiv(x, y, name=None): return _binary("FloorDiv", x, y, name)
-def mod(x, y, name=None): return _binary("FloorMod", x, y, name)
-def pow(x, y, name=None): return _binary("Pow", x, y, name)  # noqa: A001 - TF's name
-def maximum(x, y, name=None): return _binary("Maximum", x, y, name)
-def minimum(x, y, name=None): return _binary("Minimum", x, y, name)
-def equal(x, y, name=None): return _binary("Equal", x, y, name)
-def not_equal(x, y, name=None): return _binary("NotEqual", x, y, name)
-def less(x, y, name=None): return _binary("Less", x, y, name)
-def less_equal(x, y, name=None): return _binary("LessEqual", x, y, name)
-def greater(x, y, name=None): return _binary("Greater", x, y, name)
-def greater_equal(x, y, name=None): return _binary("GreaterEqual", x, y, name)
-def logical_and(x, y, name=None): return _binary("LogicalAnd", x, y, name)
-def logical_or(x, y, name=None): return _binary("LogicalOr", x, y, name)
-def logical_not(x, name=None): return _unary("LogicalNot", x, name)
-def negative(x, name=None): return _unary("Neg", x, name)
-def abs(x, name=None): return _unary("Abs", x, name)  # noqa: A001
-def sign(x, name=None): return _unary("Sign", x, name)
-def exp(x, name=None): return _unary("Exp", x, name)
-def log(x, name=None): return _unary("Log", x, name)
-def sqrt(x, name=None): return _unary("Sqrt", x, name)
-def square(x, name=None): return _unary("Square", x, name)
-def tanh(x, name=None): return _unary("Tanh", x, name)
-def sigmoid(x, name=None): return _unary("Sigmoid", x, name)
-def sin(x, name=None): return _unary("Sin", x, name)
-def cos(x, name=None): return _unary("Cos", x, name)
-def relu(features, name=None): return _unary("Relu", features, name)
+def subtract(x, y, name=None):
+    """x - y elementwise, with broadcasting (`tf.math.subtract`).
+
+    >>> jf.subtract([5, 3], 2).numpy()
+    array([3, 1], dtype=int32)
+    """
+    return _binary("Sub", x, y, name)
+
+
+def multiply(x, y, name=None):
+    """x * y elementwise, with broadcasting (`tf.math.multiply`).
+
+    >>> jf.multiply([1.5, 2.0], 2.0).numpy()
+    array([3., 4.], dtype=float32)
+    """
+    return _binary("Mul", x, y, name)
+
+
+def floordiv(x, y, name=None):
+    """x // y elementwise: division rounded toward -inf (`tf.math.floordiv`).
+
+    >>> jf.floordiv([7, -7], 2).numpy()
+    array([ 3, -4], dtype=int32)
+    """
+    return _binary("FloorDiv", x, y, name)
+
+
+def mod(x, y, name=None):
+    """x % y elementwise, the sign following y as in Python (`tf.math.floormod`).
+
+    >>> jf.mod([7, -7], 3).numpy()
+    array([1, 2], dtype=int32)
+    """
+    return _binary("FloorMod", x, y, name)
+
+
+def pow(x, y, name=None):  # noqa: A001 - TF's name
+    """x ** y elementwise (`tf.math.pow`).
+
+    >>> jf.pow([2.0, 3.0], 2.0).numpy()
+    array([4., 9.], dtype=float32)
+    """
+    return _binary("Pow", x, y, name)
+
+
+def maximum(x, y, name=None):
+    """The larger of x and y elementwise; NaN propagates (`tf.math.maximum`).
+
+    >>> jf.maximum([1.0, 5.0], [3.0, 2.0]).numpy()
+    array([3., 5.], dtype=float32)
+    """
+    return _binary("Maximum", x, y, name)
+
+
+def minimum(x, y, name=None):
+    """The smaller of x and y elementwise; NaN propagates (`tf.math.minimum`).
+
+    >>> jf.minimum([1.0, 5.0], [3.0, 2.0]).numpy()
+    array([1., 2.], dtype=float32)
+    """
+    return _binary("Minimum", x, y, name)
+
+
+def equal(x, y, name=None):
+    """x == y elementwise, as a bool tensor (`tf.math.equal`).
+
+    >>> jf.equal([1, 2], [1, 3]).numpy()
+    array([ True, False])
+    """
+    return _binary("Equal", x, y, name)
+
+
+def not_equal(x, y, name=None):
+    """x != y elementwise, as a bool tensor (`tf.math.not_equal`).
+
+    >>> jf.not_equal([1, 2], [1, 3]).numpy()
+    array([False,  True])
+    """
+    return _binary("NotEqual", x, y, name)
+
+
+def less(x, y, name=None):
+    """x < y elementwise, as a bool tensor (`tf.math.less`).
+
+    >>> jf.less([1, 2], 2).numpy()
+    array([ True, False])
+    """
+    return _binary("Less", x, y, name)
+
+
+def less_equal(x, y, name=None):
+    """x <= y elementwise, as a bool tensor (`tf.math.less_equal`).
+
+    >>> jf.less_equal([1, 2], 2).numpy()
+    array([ True,  True])
+    """
+    return _binary("LessEqual", x, y, name)
+
+
+def greater(x, y, name=None):
+    """x > y elementwise, as a bool tensor (`tf.math.greater`).
+
+    >>> jf.greater([1, 3], 2).numpy()
+    array([False,  True])
+    """
+    return _binary("Greater", x, y, name)
+
+
+def greater_equal(x, y, name=None):
+    """x >= y elementwise, as a bool tensor (`tf.math.greater_equal`).
+
+    >>> jf.greater_equal([1, 2], 2).numpy()
+    array([False,  True])
+    """
+    return _binary("GreaterEqual", x, y, name)
+
+
+def logical_and(x, y, name=None):
+    """x and y elementwise on bool tensors (`tf.math.logical_and`).
+
+    >>> jf.logical_and([True, True], [True, False]).numpy()
+    array([ True, False])
+    """
+    return _binary("LogicalAnd", x, y, name)
+
+
+def logical_or(x, y, name=None):
+    """x or y elementwise on bool tensors (`tf.math.logical_or`).
+
+    >>> jf.logical_or([True, False], [False, False]).numpy()
+    array([ True, False])
+    """
+    return _binary("LogicalOr", x, y, name)
+
+
+def logical_not(x, name=None):
+    """not x elementwise on a bool tensor (`tf.math.logical_not`).
+
+    >>> jf.logical_not([True, False]).numpy()
+    array([False,  True])
+    """
+    return _unary("LogicalNot", x, name)
+
+
+def negative(x, name=None):
+    """-x elementwise (`tf.math.negative`).
+
+    >>> jf.negative([1.0, -2.0]).numpy()
+    array([-1.,  2.], dtype=float32)
+    """
+    return _unary("Neg", x, name)
+
+
+def abs(x, name=None):  # noqa: A001
+    """|x| elementwise (`tf.math.abs`).
+
+    >>> jf.abs([-1.5, 2.0]).numpy()
+    array([1.5, 2. ], dtype=float32)
+    """
+    return _unary("Abs", x, name)
+
+
+def sign(x, name=None):
+    """-1, 0 or 1 by the sign of x; NaN stays NaN (`tf.math.sign`).
+
+    >>> jf.sign([-3.0, 0.0, 2.0]).numpy()
+    array([-1.,  0.,  1.], dtype=float32)
+    """
+    return _unary("Sign", x, name)
+
+
+def exp(x, name=None):
+    """e ** x elementwise (`tf.math.exp`).
+
+    >>> jf.exp([0.0, 1.0]).numpy()
+    array([1.       , 2.7182817], dtype=float32)
+    """
+    return _unary("Exp", x, name)
+
+
+def log(x, name=None):
+    """Natural logarithm elementwise; log(0) = -inf, log of a negative = NaN (`tf.math.log`).
+
+    >>> jf.log([1.0, 100.0]).numpy()
+    array([0.       , 4.6051702], dtype=float32)
+    """
+    return _unary("Log", x, name)
+
+
+def sqrt(x, name=None):
+    """Square root elementwise; NaN for negative inputs (`tf.math.sqrt`).
+
+    >>> jf.sqrt([4.0, 9.0]).numpy()
+    array([2., 3.], dtype=float32)
+    """
+    return _unary("Sqrt", x, name)
+
+
+def square(x, name=None):
+    """x * x elementwise (`tf.math.square`).
+
+    >>> jf.square([2, -3]).numpy()
+    array([4, 9], dtype=int32)
+    """
+    return _unary("Square", x, name)
+
+
+def tanh(x, name=None):
+    """Hyperbolic tangent elementwise (`tf.math.tanh`).
+
+    >>> jf.tanh([0.0, 1.0]).numpy()
+    array([0.       , 0.7615942], dtype=float32)
+    """
+    return _unary("Tanh", x, name)
+
+
+def sigmoid(x, name=None):
+    """1 / (1 + e ** -x) elementwise, stable for large |x| (`tf.math.sigmoid`).
+
+    >>> jf.sigmoid([0.0, 2.0]).numpy()
+    array([0.5      , 0.8807971], dtype=float32)
+    """
+    return _unary("Sigmoid", x, name)
+
+
+def sin(x, name=None):
+    """Sine elementwise, in radians (`tf.math.sin`).
+
+    >>> jf.sin([0.0, 1.5707964]).numpy()
+    array([0., 1.], dtype=float32)
+    """
+    return _unary("Sin", x, name)
+
+
+def cos(x, name=None):
+    """Cosine elementwise, in radians (`tf.math.cos`).
+
+    >>> jf.cos([0.0, 3.1415927]).numpy()
+    array([ 1., -1.], dtype=float32)
+    """
+    return _unary("Cos", x, name)
+
+
+def relu(features, name=None):
+    """max(x, 0) elementwise (`tf.nn.relu`).
+
+    >>> jf.nn.relu([-1.0, 2.0]).numpy()
+    array([0., 2.], dtype=float32)
+    """
+    return _unary("Relu", features, name)
 
 
 _TRUEDIV_TARGET = {"int8": _dt.float32, "int16": _dt.float32, "uint8": _dt.float32,
@@ -146,7 +374,11 @@ _TRUEDIV_TARGET = {"int8": _dt.float32, "int16": _dt.float32, "uint8": _dt.float
 
 
 def divide(x, y, name=None):
-    """True division; integers are first cast to float (int32/int64 → float64), like TF."""
+    """True division; integers are first cast to float (int32/int64 → float64), like TF.
+
+    >>> jf.divide([1, 3], 2).numpy()
+    array([0.5, 1.5])
+    """
     x, y = binary_operands(x, y)
     if x._dtype.is_integer and x._dtype is y._dtype:
         target = _TRUEDIV_TARGET[x._dtype.name]
@@ -276,17 +508,78 @@ def _reduce(op: str, input_tensor, axis, keepdims, name):
     return apply(op, [x], {"axis": axis, "keepdims": bool(keepdims)}, name=name)[0]
 
 
-def reduce_sum(input_tensor, axis=None, keepdims=False, name=None): return _reduce("Sum", input_tensor, axis, keepdims, name)
-def reduce_prod(input_tensor, axis=None, keepdims=False, name=None): return _reduce("Prod", input_tensor, axis, keepdims, name)
-def reduce_max(input_tensor, axis=None, keepdims=False, name=None): return _reduce("Max", input_tensor, axis, keepdims, name)
-def reduce_min(input_tensor, axis=None, keepdims=False, name=None): return _reduce("Min", input_tensor, axis, keepdims, name)
-def reduce_mean(input_tensor, axis=None, keepdims=False, name=None): return _reduce("Mean", input_tensor, axis, keepdims, name)
-def reduce_all(input_tensor, axis=None, keepdims=False, name=None): return _reduce("All", input_tensor, axis, keepdims, name)
-def reduce_any(input_tensor, axis=None, keepdims=False, name=None): return _reduce("Any", input_tensor, axis, keepdims, name)
+def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
+    """Sum over `axis` (all axes when None), keeping reduced axes with `keepdims` (`tf.reduce_sum`).
+
+    >>> x = jf.constant([[1, 2], [3, 4]])
+    >>> jf.reduce_sum(x).numpy()
+    np.int32(10)
+    >>> jf.reduce_sum(x, axis=0).numpy()
+    array([4, 6], dtype=int32)
+    """
+    return _reduce("Sum", input_tensor, axis, keepdims, name)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+    """Product over `axis` (all axes when None) (`tf.reduce_prod`).
+
+    >>> jf.reduce_prod([[1, 2], [3, 4]], axis=1).numpy()
+    array([ 2, 12], dtype=int32)
+    """
+    return _reduce("Prod", input_tensor, axis, keepdims, name)
+
+
+def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
+    """Maximum over `axis` (all axes when None) (`tf.reduce_max`).
+
+    >>> jf.reduce_max([[1, 5], [3, 4]], axis=0).numpy()
+    array([3, 5], dtype=int32)
+    """
+    return _reduce("Max", input_tensor, axis, keepdims, name)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
+    """Minimum over `axis` (all axes when None) (`tf.reduce_min`).
+
+    >>> jf.reduce_min([[1, 5], [3, 4]], axis=0).numpy()
+    array([1, 4], dtype=int32)
+    """
+    return _reduce("Min", input_tensor, axis, keepdims, name)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
+    """Mean over `axis` (all axes when None); integer inputs give integer means, as in TF (`tf.reduce_mean`).
+
+    >>> jf.reduce_mean([[1.0, 2.0], [3.0, 4.0]], axis=1).numpy()
+    array([1.5, 3.5], dtype=float32)
+    """
+    return _reduce("Mean", input_tensor, axis, keepdims, name)
+
+
+def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
+    """Logical and over `axis` (all axes when None) (`tf.reduce_all`).
+
+    >>> jf.reduce_all([[True, False], [True, True]], axis=1).numpy()
+    array([False,  True])
+    """
+    return _reduce("All", input_tensor, axis, keepdims, name)
+
+
+def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
+    """Logical or over `axis` (all axes when None) (`tf.reduce_any`).
+
+    >>> jf.reduce_any([[True, False], [False, False]], axis=1).numpy()
+    array([ True, False])
+    """
+    return _reduce("Any", input_tensor, axis, keepdims, name)
 
 
 def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
-    """Population variance, mean((x - mean(x))²), composed from primitives like TF."""
+    """Population variance, mean((x - mean(x))²), composed from primitives like TF.
+
+    >>> jf.math.reduce_variance([1.0, 2.0, 3.0, 4.0]).numpy()
+    np.float32(1.25)
+    """
     x = convert_to_tensor(input_tensor)
     check_kind(x._dtype, "f", "input_tensor")
     with name_scope(name or "reduce_variance"):
@@ -295,12 +588,21 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
 
 
 def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """Population standard deviation over `axis` (`tf.math.reduce_std`).
+
+    >>> jf.math.reduce_std([1.0, 2.0, 3.0, 4.0]).numpy()
+    np.float32(1.118034)
+    """
     with name_scope(name or "reduce_std"):
         return sqrt(reduce_variance(input_tensor, axis, keepdims))
 
 
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
-    """log(sum(exp(x))) computed stably: max + log(sum(exp(x - max)))."""
+    """log(sum(exp(x))) computed stably: max + log(sum(exp(x - max))).
+
+    >>> jf.reduce_logsumexp([0.0, 0.0]).numpy()
+    np.float32(0.6931472)
+    """
     x = convert_to_tensor(input_tensor)
     check_kind(x._dtype, "f", "input_tensor")
     with name_scope(name or "reduce_logsumexp"):
@@ -313,7 +615,8 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
         if not keepdims:
             dims = x._dims
             if dims is not None:
-                result = reshape(result, [d if d is not None else -1 for d in reduced_dims(dims, _check_axis_arg(axis), False)])
+                kept = reduced_dims(dims, _check_axis_arg(axis), False)
+                result = reshape(result, [d if d is not None else -1 for d in kept])
             else:
                 result = squeeze(result, _check_axis_arg(axis))
         return result
@@ -323,7 +626,13 @@ register("IsFinite", elementwise("f", _dt.bool_), cpu=K.UfuncKernel(K.isfinite_,
          reference=np.isfinite, public_name="is_finite", bind=_bind_ufunc)
 
 
-def is_finite(x, name=None): return _unary("IsFinite", x, name)
+def is_finite(x, name=None):
+    """True where x is neither infinite nor NaN (`tf.math.is_finite`).
+
+    >>> jf.math.is_finite([1.0, np.inf, np.nan]).numpy()
+    array([ True, False, False])
+    """
+    return _unary("IsFinite", x, name)
 
 
 # -- arg reductions --------------------------------------------------------------------
@@ -359,11 +668,21 @@ register("ArgMin", _arg_infer, cpu=_arg_kernel(K.argmin_2d), public_name="argmin
 
 
 def argmax(input, axis=None, output_type=_dt.int64, name=None):  # noqa: A002 - TF's names
+    """Index of the largest value along `axis` (`tf.math.argmax`; int64 by default).
+
+    >>> jf.argmax([[1, 9, 3], [7, 2, 5]], axis=1).numpy()
+    array([1, 0])
+    """
     return apply("ArgMax", [convert_to_tensor(input)],
                  {"axis": 0 if axis is None else int(axis), "output_type": _dt.as_dtype(output_type)}, name=name)[0]
 
 
 def argmin(input, axis=None, output_type=_dt.int64, name=None):  # noqa: A002
+    """Index of the smallest value along `axis` (`tf.math.argmin`; int64 by default).
+
+    >>> jf.argmin([[1, 9, 3], [7, 2, 5]], axis=1).numpy()
+    array([0, 1])
+    """
     return apply("ArgMin", [convert_to_tensor(input)],
                  {"axis": 0 if axis is None else int(axis), "output_type": _dt.as_dtype(output_type)}, name=name)[0]
 
@@ -414,10 +733,20 @@ register("LogSoftmax", _softmax_infer, cpu=_softmax_kernel(K.log_softmax_2d),
 
 
 def softmax(logits, axis=-1, name=None):
+    """exp(x) / sum(exp(x)) along `axis` (`tf.nn.softmax`).
+
+    >>> jf.nn.softmax([1.0, 2.0, 3.0]).numpy()
+    array([0.09003057, 0.24472848, 0.66524094], dtype=float32)
+    """
     return apply("Softmax", [convert_to_tensor(logits)], {"axis": int(axis)}, name=name)[0]
 
 
 def log_softmax(logits, axis=-1, name=None):
+    """log(softmax(x)) along `axis`, computed stably (`tf.nn.log_softmax`).
+
+    >>> jf.nn.log_softmax([1.0, 2.0]).numpy()
+    array([-1.3132617, -0.3132617], dtype=float32)
+    """
     return apply("LogSoftmax", [convert_to_tensor(logits)], {"axis": int(axis)}, name=name)[0]
 
 
@@ -488,7 +817,11 @@ register("BatchMatMulV2", _matmul_infer, cpu=_matmul_kernel, reference=_matmul_r
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
-    """Matrix product of the last two dimensions (batched over the rest, broadcasting)."""
+    """Matrix product of the last two dimensions (batched over the rest, broadcasting).
+
+    >>> jf.matmul([[1.0, 2.0]], [[3.0], [4.0]]).numpy()
+    array([[11.]], dtype=float32)
+    """
     a, b = binary_operands(a, b)
     op = "MatMul" if (a.ndim == 2 and b.ndim == 2) else "BatchMatMulV2"
     return apply(op, [a, b], {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)},

@@ -470,7 +470,15 @@ def convert(fn: Callable) -> Callable:
 
 
 def to_code(fn: Callable) -> str:
-    """The converted Python source of `fn` (TF's `tf.autograph.to_code`)."""
+    """The converted Python source of `fn` (TF's `tf.autograph.to_code`).
+
+    >>> def f(x):
+    ...     if x > 0:
+    ...         x = -x
+    ...     return x
+    >>> "ag__.if_stmt" in jf.autograph.to_code(f)
+    True
+    """
     fn = getattr(fn, "python_function", fn)
     if inspect.ismethod(fn):
         fn = fn.__func__

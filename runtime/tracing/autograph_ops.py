@@ -366,7 +366,14 @@ class ConversionError(Exception):
 
 
 def do_not_convert(fn: Callable) -> Callable:
-    """Decorator: run `fn` as plain Python even inside an AutoGraph-converted function."""
+    """Decorator: run `fn` as plain Python even inside an AutoGraph-converted function.
+
+    >>> @jf.autograph.do_not_convert
+    ... def plain(x):
+    ...     return x
+    >>> plain(3)
+    3
+    """
     fn.__jitflow_do_not_convert__ = True  # type: ignore[attr-defined]
     return fn
 

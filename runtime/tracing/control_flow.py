@@ -85,6 +85,9 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], nam
     """Run `true_fn()` if `pred` else `false_fn()`; inside a trace both become sub-graphs.
 
     Both branches must return the same structure with the same dtypes per element.
+
+    >>> jf.cond(jf.constant(True), lambda: 1, lambda: 2)
+    1
     """
     if not callable(true_fn) or not callable(false_fn):
         raise TypeError("true_fn and false_fn: jf.cond needs two callables")
@@ -174,6 +177,9 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants:
 
     Each loop variable keeps its dtype and shape across iterations; a shape that changes
     needs `shape_invariants` (or `Tensor.set_shape` in the body), as in TF.
+
+    >>> jf.while_loop(lambda i: i < 5, lambda i: (i + 2,), [jf.constant(0)])
+    [<jf.Tensor: shape=(), dtype=int32, numpy=6>]
     """
     if not callable(cond) or not callable(body):
         raise TypeError("cond and body: jf.while_loop needs two callables")

@@ -153,6 +153,13 @@ class ConcreteFunction:
     `graph` is the traced Graph; `structured_input_signature` is `(args, kwargs)` of
     TensorSpecs and Python values; `structured_outputs` mirrors what the Python function
     returned, with symbolic tensors.
+
+    >>> @jf.function
+    ... def double(x):
+    ...     return x * 2
+    >>> cf = double.get_concrete_function(jf.TensorSpec([None], jf.float32))
+    >>> cf(jf.constant([1.0, 2.0])).numpy()
+    array([2., 4.], dtype=float32)
     """
 
     def __init__(self, graph: Graph, function: "Function", key: Tuple, placeholders: List[SymbolicTensor],
@@ -425,6 +432,14 @@ class Function(direct_call.FunctionBase):
     """A polymorphic traced function: holds one ConcreteFunction per input signature.
 
     Create with `@jf.function` / `jf.function(fn, input_signature=...)`.
+
+    >>> @jf.function
+    ... def f(x):
+    ...     return x + 1
+    >>> f(jf.constant(1)).numpy()
+    np.int32(2)
+    >>> len(f.list_concrete_functions())
+    1
     """
 
     def __init__(self, python_function: Callable, name: Optional[str] = None,
@@ -826,7 +841,11 @@ class _Served:
 
 
 class RetraceWarning(UserWarning):
-    """A jf.function retraces often; the message names the argument and the fix."""
+    """A jf.function retraces often; the message names the argument and the fix.
+
+    >>> issubclass(jf.RetraceWarning, UserWarning)
+    True
+    """
 
 
 class CompileWarning(UserWarning):

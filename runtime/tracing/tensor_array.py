@@ -35,7 +35,7 @@ from jitflow.runtime.core.tensor import EagerTensor, Tensor
 class TensorArray(CompositeTensor):
     """A dynamically written array of tensors (TF's `tf.TensorArray`).
 
-    >>> ta = TensorArray(float32, size=2)
+    >>> ta = jf.TensorArray(jf.float32, size=2)
     >>> ta = ta.write(0, 1.0).write(1, 2.0)
     >>> ta.stack().numpy()
     array([1., 2.], dtype=float32)

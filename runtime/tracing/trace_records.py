@@ -156,3 +156,5 @@ registry = TraceRegistry()
 subscribe = registry.subscribe
 records = registry.records
 clear = registry.clear
+
+__all__ = ["TraceRecord", "records", "subscribe", "clear"]

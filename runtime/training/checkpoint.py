@@ -621,7 +621,14 @@ def _write_index(directory: str, latest: str, kept: List[str]) -> None:
 
 
 def latest_checkpoint(checkpoint_dir: str, latest_filename: Optional[str] = None) -> Optional[str]:
-    """The prefix of the newest checkpoint in `checkpoint_dir` (as `save` returned it), or None."""
+    """The prefix of the newest checkpoint in `checkpoint_dir` (as `save` returned it), or None.
+
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> path = jf.train.Checkpoint(v=jf.Variable(1.0)).save(folder + '/ckpt')
+    >>> jf.latest_checkpoint(folder) == path
+    True
+    """
     directory = os.fspath(checkpoint_dir)
     if latest_filename not in (None, INDEX_FILE):
         raise ValueError(f"latest_filename: jitflow keeps its index in {INDEX_FILE!r}")

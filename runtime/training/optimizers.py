@@ -40,7 +40,11 @@ _slot_hooks: List[Callable[..., None]] = []
 
 class Optimizer:
     """Base class: subclasses name their slots and implement `_coefficients(lr, t)` (per-step
-    scalars, computed once per dtype) and `_update(grad, var, coefficients, slots)`."""
+    scalars, computed once per dtype) and `_update(grad, var, coefficients, slots)`.
+
+    >>> isinstance(jf.optimizers.SGD(), jf.optimizers.Optimizer)
+    True
+    """
 
     _slot_names: Tuple[str, ...] = ()
 
@@ -206,7 +210,14 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """Gradient descent, optionally with (Nesterov) momentum."""
+    """Gradient descent, optionally with (Nesterov) momentum.
+
+    >>> v = jf.Variable(1.0)
+    >>> opt = jf.optimizers.SGD(learning_rate=0.1, momentum=0.9)
+    >>> _ = opt.apply_gradients([(jf.constant(1.0), v)])
+    >>> round(float(v.numpy()), 4)
+    0.9
+    """
 
     def __init__(self, learning_rate: Any = 0.01, momentum: float = 0.0, nesterov: bool = False,
                  name: str = "SGD") -> None:
@@ -235,7 +246,13 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam (Kingma & Ba), with Keras's epsilon placement (ε added to √v)."""
+    """Adam (Kingma & Ba), with Keras's epsilon placement (ε added to √v).
+
+    >>> v = jf.Variable(1.0)
+    >>> _ = jf.optimizers.Adam(learning_rate=0.1).apply_gradients([(jf.constant(1.0), v)])
+    >>> round(float(v.numpy()), 4)
+    0.9
+    """
 
     def __init__(self, learning_rate: Any = 0.001, beta_1: float = 0.9, beta_2: float = 0.999,
                  epsilon: float = 1e-7, amsgrad: bool = False, name: str = "Adam") -> None:
