@@ -83,5 +83,17 @@ train = _namespace("train", "Checkpoints (TF's tf.train).", Checkpoint=_ckpt.Che
 from jitflow.runtime import config  # noqa: E402,F401
 from jitflow.runtime.devices import device  # noqa: E402,F401
 
+# -- tracebacks that end at the user's line (issue 14 item 9): TF's tf.debugging switches ----
+import os as _os  # noqa: E402
+from jitflow import tracer as _tracer_pkg  # noqa: E402
+from jitflow.runtime import traceback_filter as _tbf  # noqa: E402
+
+for _mod in (_tracer_pkg, summary):
+    _tbf.register_internal_path(_os.path.dirname(_os.path.abspath(_mod.__file__)))
+debugging = _namespace("debugging", "Debugging switches (TF's tf.debugging traceback filtering).",
+                       enable_traceback_filtering=_tbf.enable_traceback_filtering,
+                       disable_traceback_filtering=_tbf.disable_traceback_filtering,
+                       is_traceback_filtering_enabled=_tbf.is_traceback_filtering_enabled)
+
 # TF spells the boolean dtype `tf.bool`; set it last so this module never shadows the builtin.
 globals()["bool"] = bool_  # noqa: F405

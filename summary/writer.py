@@ -157,10 +157,14 @@ class SummaryFileWriter:
 
     def flush(self) -> None:
         """Block until everything written so far is in the event file."""
+        if not self._events.closed:
+            context.notify_flush(self)   # e.g. up-to-date call counts of traced functions
         self._events.flush()
 
     def close(self) -> None:
         """Flush and close the event file. Writing afterwards raises RuntimeError."""
+        if not self._events.closed:
+            context.notify_flush(self)
         self._events.close()
 
     # --- writing (called by the module functions) ----------------------------------------
