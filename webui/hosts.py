@@ -73,12 +73,11 @@ def host_allowed(header: Optional[str], names: FrozenSet[str]) -> bool:
 
 
 def display_host(bind_host: str) -> str:
-    """The host to print in a URL for a server bound to `bind_host`: loopback for all
-    interfaces (the browser on this machine), else `bind_host` itself."""
-    if bind_host in ("", "0.0.0.0"):
-        return "127.0.0.1"
-    if bind_host == "::":
-        return "::1"
+    """The host to print in a URL for a server bound to `bind_host`: for all interfaces this
+    machine's name (what other machines use, and a name the Host check accepts; TensorBoard's
+    --bind_all prints the same), else `bind_host` itself."""
+    if bind_host in ALL_INTERFACES:
+        return socket.gethostname() or ("127.0.0.1" if bind_host != "::" else "::1")
     return bind_host
 
 
