@@ -79,6 +79,16 @@ def pending() -> int:
     return len(_pending)
 
 
+def clear_pending() -> int:
+    """Forget the records waiting for a default writer (e.g. between tests); returns how many."""
+    global _dropped
+    with _lock:
+        n = len(_pending)
+        _pending.clear()
+        _dropped = 0
+    return n
+
+
 def _state(writer) -> _WriterState:
     state = _writers.get(writer)
     if state is None:
