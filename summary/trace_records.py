@@ -58,13 +58,14 @@ def markdown(record: _records.TraceRecord) -> str:
 
 
 class _WriterState:
-    """What one writer has been given: the functions whose records it holds, and the stats
-    it last wrote (so a flush with nothing new writes nothing)."""
+    """What one writer has been given: the functions whose records it holds, and the call
+    counts and compile times already written to it (each flush writes only what changed)."""
 
     def __init__(self) -> None:
         self.functions: Dict[int, str] = {}       # function_id -> name
         self.graphs: Dict[str, int] = {}          # graph_name -> function_id
-        self.last: Optional[str] = None
+        self.calls_written: Dict[int, int] = {}   # function_id -> count last written
+        self.compiles_written: set = set()        # graph names whose compile time is written
 
 
 _lock = threading.RLock()
@@ -176,37 +177,39 @@ def _on_compile(graph_name: str, seconds: float) -> None:
 
 
 def stats_payload(writer) -> Optional[dict]:
-    """Call counts and compile times of the functions whose records `writer` holds."""
+    """Call counts and compile times of the functions whose records `writer` holds that
+    changed since they were last written to it; None when nothing changed. (The panel
+    keeps the highest count seen per function, so only changes need writing.)"""
     with _lock:
         state = _writers.get(writer)
         if state is None or not state.functions:
             return None
         counts = _records.call_counts()
-        return {
-            "version": 1,
-            "calls": [{"function": name, "function_id": fid, "calls": counts.get(fid, 0)}
-                      for fid, name in sorted(state.functions.items())],
-            "compiles": [{"graph_name": g, "compile_seconds": _compiles[g]}
-                         for g in sorted(state.graphs) if g in _compiles],
-        }
+        calls = [{"function": name, "function_id": fid, "calls": counts[fid]}
+                 for fid, name in sorted(state.functions.items())
+                 if fid in counts and counts[fid] != state.calls_written.get(fid)]
+        compiles = [{"graph_name": g, "compile_seconds": _compiles[g]} for g in sorted(state.graphs)
+                    if g in _compiles and g not in state.compiles_written]
+        if not calls and not compiles:
+            return None
+        return {"version": 1, "calls": calls, "compiles": compiles}
 
 
 def write_stats(writer) -> bool:
-    """Write `jitflow/stats` to `writer` if it changed since the last time; True if written."""
+    """Write `jitflow/stats` to `writer` if anything changed since the last time; True if written."""
     payload = stats_payload(writer)
     if payload is None:
         return False
-    text = json.dumps(payload)
-    state = _writers.get(writer)
-    if state is None or text == state.last:
-        return False
     step = context.get_step()
-    event = protos.summary_event(STATS_TAG, protos.string_tensor([text.encode()], ()),
+    event = protos.summary_event(STATS_TAG, protos.string_tensor([json.dumps(payload).encode()], ()),
                                  _metadata(STATS_PLUGIN, "call counts and compile times"),
                                  0 if step is None else int(step), _now())
     with init_scope():
         writer._write_event(event)
-    state.last = text
+    with _lock:
+        state = _writers[writer]
+        state.calls_written.update((c["function_id"], c["calls"]) for c in payload["calls"])
+        state.compiles_written.update(c["graph_name"] for c in payload["compiles"])
     return True
 
 
