@@ -12,14 +12,18 @@ buffer (`BUFFER_SIZE`, oldest dropped first) and go to the first writer that bec
 default; `pending()` says how many wait.
 
 What changes after a trace is written as `jitflow/stats` (plugin `jitflow_stats`) each
-time a writer that received records flushes or closes: every function's real call count
-(read from the function's call counter, so calling costs nothing extra) and the compile
-time of each graph compiled since (compiles often finish on a background thread, long
-after the record was written). The panel merges it into the records.
+time a writer that received records flushes or closes, when a compile finishes, and every
+`STATS_INTERVAL` seconds while such a writer is open (a daemon thread, so a live panel sees
+the counts grow during a long `with writer.as_default():` block): every function's real
+call count (read from the function's call counter, so calling costs nothing extra) and the
+compile time of each graph compiled since (compiles often finish on a background thread,
+long after the record was written). Only what changed is written. The panel merges it into
+the records.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import weakref
@@ -39,6 +43,7 @@ TEXT_TAG = "jitflow/retraces"
 TAG_PREFIX = "jitflow/trace/"
 STATS_TAG = "jitflow/stats"
 BUFFER_SIZE = 1000      # records kept while no writer is the default
+STATS_INTERVAL = 5.0    # seconds between refreshes of jitflow/stats for open writers
 
 
 def _metadata(plugin: str = PLUGIN_NAME, what: str = "trace records") -> summary_pb2.SummaryMetadata:
@@ -113,6 +118,7 @@ def _write(writer, record: _records.TraceRecord, step: Optional[int]) -> None:
         state = _state(writer)
         state.functions[record.function_id] = record.function
         state.graphs[record.graph_name] = record.function_id
+    _start_refresher()
 
 
 def write_record(record: _records.TraceRecord) -> bool:
@@ -170,10 +176,8 @@ def _on_compile(graph_name: str, seconds: float) -> None:
         _compiles[graph_name] = seconds
         writers = [w for w, state in _writers.items() if graph_name in state.graphs]
     for writer in writers:
-        events = getattr(writer, "_events", None)
-        if events is not None and getattr(events, "closed", False):
-            continue
-        _on_flush(writer)
+        if _is_open(writer):
+            _on_flush(writer)
 
 
 def stats_payload(writer) -> Optional[dict]:
@@ -211,6 +215,48 @@ def write_stats(writer) -> bool:
         state.calls_written.update((c["function_id"], c["calls"]) for c in payload["calls"])
         state.compiles_written.update(c["graph_name"] for c in payload["compiles"])
     return True
+
+
+_refresher: Optional[threading.Thread] = None
+
+
+def _is_open(writer) -> bool:
+    events = getattr(writer, "_events", None)
+    return events is None or not getattr(events, "closed", False)
+
+
+def _refresh_once() -> None:
+    with _lock:
+        writers = list(_writers.keys())
+    for writer in writers:
+        if _is_open(writer):
+            try:
+                write_stats(writer)
+            except Exception:  # noqa: BLE001 - a failing writer reports its error to its own caller
+                pass
+
+
+def _refresh_forever() -> None:
+    pause = threading.Event()
+    while True:
+        pause.wait(STATS_INTERVAL)
+        _refresh_once()   # its locals (the writers) go with each round: weak keys stay weak
+
+
+def _start_refresher() -> None:
+    global _refresher
+    if _refresher is None:
+        _refresher = threading.Thread(target=_refresh_forever, name="jitflow-trace-stats", daemon=True)
+        _refresher.start()
+
+
+def _forget_refresher() -> None:   # a forked child has no threads: start one there when needed
+    global _refresher
+    _refresher = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_refresher)
 
 
 def _on_flush(writer) -> None:

@@ -3,6 +3,7 @@ traces, warnings and tracebacks. Each test failed before its fix."""
 from __future__ import annotations
 
 import os
+import time
 import traceback
 import warnings
 
@@ -199,3 +200,23 @@ def test_report_speaks_plain_english(tmp_path):
     text = out.getvalue()
     assert "1 trace," in text and "1 traces" not in text and "1 call," in text
     assert "last step None" not in text
+
+
+def test_call_counts_reach_the_logdir_during_a_long_as_default_block(tmp_path, monkeypatch):
+    monkeypatch.setattr(summary_records, "STATS_INTERVAL", 0.2)
+
+    @jf.function
+    def live(x):
+        return x - 1.0
+
+    writer = jf.summary.create_file_writer(str(tmp_path), flush_millis=100)
+    name = "test_call_counts_reach_the_logdir_during_a_long_as_default_block.<locals>.live"
+    with writer.as_default():
+        for _ in range(30):
+            live(jf.constant(1.0))
+        # no flush, no close, no new trace: the refresher thread writes the counts
+        deadline = time.time() + 20
+        while time.time() < deadline and (_functions(tmp_path).get(name) or {}).get("calls") != 30:
+            time.sleep(0.2)                # the event file's own periodic flush brings it to disk
+        assert _functions(tmp_path)[name]["calls"] == 30
+    writer.close()
