@@ -144,10 +144,9 @@ def serve_in_background(logdir: str | os.PathLike, port: int = 0, host: str = DE
 
 
 def tensorboard_command() -> List[str]:
-    """The `tensorboard` script of this environment, or `python -m tensorboard.main`."""
-    script = os.path.join(os.path.dirname(sys.executable), "tensorboard")
-    if os.name == "posix" and os.access(script, os.X_OK):
-        return [script]
+    """`python -m tensorboard.main` with this very interpreter: TensorBoard then sees the same
+    packages as the panel (its Profile plugin, the jitflow tab). The `tensorboard` script
+    beside it may name another interpreter in its #! line (a copied or moved virtualenv)."""
     return [sys.executable, "-m", "tensorboard.main"]
 
 

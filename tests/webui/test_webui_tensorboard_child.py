@@ -136,7 +136,7 @@ def test_sighup_stops_tensorboard_taken_port_is_skipped_and_terminal_stays_quiet
         assert any(f"port {taken} is taken" in line and f"using {port}" in line for line in output.err), output.err
         # TensorBoard answers on the port printed, with the Profile tab among its plugins.
         listing = json.loads(_wait_url(tb_url.group(1) + "data/plugins_listing", 120, proc))
-        assert "profile" in listing, sorted(listing)
+        assert "profile" in listing and "jitflow" in listing, sorted(listing)
         for page in ("", "data/runs", "data/environment", "data/plugins_listing", "nonexistent"):
             try:
                 _fetch(tb_url.group(1) + page)
@@ -152,7 +152,7 @@ def test_sighup_stops_tensorboard_taken_port_is_skipped_and_terminal_stays_quiet
         lines = output.out + output.err
         assert len(lines) <= 7 and not any("GET /" in line for line in lines), lines
         log = open(os.path.join(logdir, "tensorboard.log"), encoding="utf-8", errors="replace").read()
-        assert "TensorBoard" in log
+        assert "TensorBoard" in log and "Traceback" not in log, log[-3000:]
     finally:
         busy.close()
         _cleanup(proc, pids)
