@@ -29,7 +29,11 @@ def test_requires_the_profile_plugin_without_extras():
     assert any(r.startswith("tensorboard-plugin-profile") for r in plain), plain
 
 
-def test_traces_before_any_default_writer_reach_the_first_default_writer(tmp_path):
+def test_traces_before_any_default_writer_reach_the_first_default_writer(tmp_path, monkeypatch):
+    from jitflow.summary import context
+    monkeypatch.setattr(context, "global_writer", None)       # whatever earlier tests left behind
+    monkeypatch.setattr(context.tls, "writer", None)
+
     @jf.function
     def early(x):
         return x * 3.0
@@ -220,3 +224,28 @@ def test_call_counts_reach_the_logdir_during_a_long_as_default_block(tmp_path, m
             time.sleep(0.2)                # the event file's own periodic flush brings it to disk
         assert _functions(tmp_path)[name]["calls"] == 30
     writer.close()
+
+
+def test_the_pre_writer_buffer_is_bounded_and_says_what_it_dropped(tmp_path, monkeypatch):
+    from collections import deque
+
+    from jitflow.summary import context
+    monkeypatch.setattr(context, "global_writer", None)
+    monkeypatch.setattr(context.tls, "writer", None)
+    monkeypatch.setattr(summary_records, "_pending", deque(maxlen=3))
+
+    @jf.function
+    def shapes(x):
+        return x * 2.0
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jf.runtime.RetraceWarning)
+        for n in range(1, 6):                           # 5 traces, room for 3
+            shapes(jf.ones([n]))
+    writer = jf.summary.create_file_writer(str(tmp_path))
+    with pytest.warns(RuntimeWarning, match="2 trace records .* dropped"):
+        with writer.as_default():
+            pass
+    writer.close()
+    fn = _functions(tmp_path)["test_the_pre_writer_buffer_is_bounded_and_says_what_it_dropped.<locals>.shapes"]
+    assert fn["traces"] == 3                            # the newest three
