@@ -243,7 +243,7 @@ def test_export_resets_and_a_second_export_warns(tmp_path):
         second_fn(x)
         assert jf.summary.trace_export("fresh", step=2)
     writer.close()
-    assert sorted(tensor_tags(str(tmp_path))) == ["fresh", "one"]
+    assert sorted(_exported(str(tmp_path))) == ["fresh", "one"]
     meta, _, _ = read_tag(str(tmp_path), "fresh")
     (graph,) = [fg.pre_optimization_graph for fg in meta.function_graphs]
     assert any(n.name == "second/Sin" for n in graph.node)
