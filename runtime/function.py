@@ -207,7 +207,10 @@ class ConcreteFunction:
 
     # -- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._call_flat(self._bind_call(args, kwargs))
+        try:
+            return self._call_flat(self._bind_call(args, kwargs))
+        except Exception as e:
+            raise _tb.filtered(e)
 
     def _bind_call(self, args: tuple, kwargs: dict) -> List[Any]:
         """Match a direct call against the traced signature; only tensor arguments are passed."""
@@ -539,6 +542,12 @@ class Function(direct_call.FunctionBase):
 
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         """The concrete function for these arguments (TensorSpecs allowed), tracing if needed."""
+        try:
+            return self._get_concrete_unfiltered(*args, **kwargs)
+        except Exception as e:
+            raise _tb.filtered(e)
+
+    def _get_concrete_unfiltered(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         if self._input_signature is not None:
             if args or kwargs:
                 self._bind_signature(args, kwargs)  # validates

@@ -176,6 +176,11 @@ def test_errors_inside_traced_functions_end_at_the_users_line():
     internal = [f for f in frames if f.filename.startswith(RUNTIME_DIR)]
     assert len(internal) <= 1, [(f.filename, f.name) for f in frames]   # the filter's own frame, as in TF
     assert frames[-1].filename == __file__ and frames[-1].name == "bad"
+    with pytest.raises(jf.errors.InvalidArgumentError) as info:
+        bad.get_concrete_function(jf.TensorSpec([2, 3], jf.float32))
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert len([f for f in frames if f.filename.startswith(RUNTIME_DIR)]) <= 1
+    assert frames[-1].filename == __file__ and frames[-1].name == "bad"
     jf.debugging.disable_traceback_filtering()
     try:
         with pytest.raises(jf.errors.InvalidArgumentError) as full:
