@@ -312,7 +312,8 @@ class ConcreteFunction:
                 node = getattr(e, "node", None)
                 where = f" at node {node.name!r} ({node.op.tf_op})" if node is not None else ""
                 warnings.warn(f"jf.function {self.function._qualname}: compiling the graph failed{where}; "
-                              f"it keeps running on the interpreter. ({e})", CompileWarning, stacklevel=_tb.user_stacklevel())
+                              f"it keeps running on the interpreter. ({e})", CompileWarning,
+                              stacklevel=_tb.user_stacklevel())
             return
         self.compile_seconds = plan.compile_seconds
         _records.registry.compiled(self.name, plan.compile_seconds)

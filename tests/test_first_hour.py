@@ -101,7 +101,7 @@ def test_variable_creation_trace_is_not_a_retrace_and_not_a_second_concrete_func
         make(jf.constant(1.0))
         make(jf.constant(2.0))
     writer.close()
-    fn = _functions(tmp_path)["test_variable_creation_trace_is_not_a_retrace_and_not_a_second_concrete_function.<locals>.make"]
+    (fn,) = _functions(tmp_path).values()
     assert (fn["traces"], fn["retraces"]) == (2, 0)
     assert len(make.list_concrete_functions()) == 1
 

@@ -149,7 +149,8 @@ def test_panel_reports_when_no_port_is_free(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(server, "port_is_free", lambda host, port: False)
     code = cli.main(["panel", "--logdir", str(tmp_path), "--port", "6007", "--no-tensorboard"])
     assert code == 1
-    assert "cannot listen for the panel on 127.0.0.1: no free port on 127.0.0.1 in 6007..6026" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "cannot listen for the panel on 127.0.0.1: no free port on 127.0.0.1 in 6007..6026" in err
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
