@@ -15,8 +15,14 @@ but are not `jf.<name>`.
 from jitflow import runtime as _runtime
 from jitflow.runtime import *  # noqa: F401,F403 - the runtime's __all__
 from jitflow import autograph, config, initializers, losses, math, nn, optimizers, random, train  # noqa: E402
-from jitflow import summary  # noqa: E402
+from jitflow import debugging, summary  # noqa: E402
+from jitflow import tracer as _tracer
+from jitflow.runtime.core import traceback_filter as _traceback_filter
 from jitflow.tracer import profiler  # noqa: E402
+
+# Frames in the parts above the runtime are jitflow's too: filtered out of user tracebacks.
+for _part in (_tracer, summary):
+    _traceback_filter.register_internal_path(_part.__path__[0])
 
 __version__ = "0.1.0"
 
@@ -25,7 +31,7 @@ __version__ = "0.1.0"
 globals()["bool"] = _runtime.bool_
 
 __all__ = sorted(set(_runtime.__all__) | {
-    "bool", "autograph", "config", "initializers", "losses", "math", "nn", "optimizers", "random",
+    "bool", "autograph", "config", "debugging", "initializers", "losses", "math", "nn", "optimizers", "random",
     "train", "summary", "profiler", "__version__",
 } - {"__version__"})
 

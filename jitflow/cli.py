@@ -1,9 +1,11 @@
 """The `jitflow` command line.
 
     jitflow --version
-    jitflow demo [--logdir runs/demo] [--steps 200] [--no-serve]
-    jitflow panel --logdir runs [--host 127.0.0.1] [--port 6007]
+    jitflow demo [--logdir runs/demo] [--steps 200] [--no-serve] [panel options]
+    jitflow panel --logdir runs [--host 127.0.0.1] [--port 6007] [--allow-host NAME]
                   [--tensorboard/--no-tensorboard] [--tensorboard-port 6006]
+
+Also `python -m jitflow ...`.
     jitflow inspect LOGDIR
 
 Each subcommand is a pair of functions: `add_<name>_parser(subparsers)` declares its
@@ -32,65 +34,114 @@ def _port(text: str) -> int:
 
 
 # -- jitflow panel --------------------------------------------------------------------------
+def add_serving_arguments(p: argparse.ArgumentParser) -> None:
+    """Arguments shared by `panel` and `demo`: where the panel and TensorBoard listen."""
+    p.add_argument("--host", default="127.0.0.1",
+                   help="interface to bind, for the panel and TensorBoard (default: 127.0.0.1, this machine "
+                        "only; 0.0.0.0 exposes the logdir to the network, without authentication)")
+    p.add_argument("--port", type=_port, default=6007,
+                   help="panel port (default: 6007; the next free one if taken; 0 picks any free one)")
+    p.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=True,
+                   help="also start TensorBoard on the same logdir (default: yes)")
+    p.add_argument("--tensorboard-port", type=_port, default=6006,
+                   help="TensorBoard's port (default: 6006; the next free one if taken)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a host name the panel may be reached by besides IP addresses and localhost "
+                        "(e.g. behind a proxy); repeatable")
+
+
 def add_panel_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "panel", help="serve the retrace panel (and TensorBoard) for a logdir",
         description="Serve the jitflow panel for LOGDIR: every retrace with its reason and advice, "
                     "trace timelines and op profiles, read from the event files with TensorBoard's "
-                    "loaders. Starts `tensorboard --logdir LOGDIR` alongside unless --no-tensorboard. "
-                    "Ctrl-C (SIGINT) or SIGTERM stops both.")
+                    "loaders. Starts `tensorboard --logdir LOGDIR` alongside unless --no-tensorboard "
+                    "(its output goes to LOGDIR/tensorboard.log; only its errors are shown). "
+                    "Ctrl-C, SIGTERM or SIGHUP stops both; TensorBoard also dies if the panel is killed.")
     p.add_argument("--logdir", required=True, help="directory of event files (runs are its subdirectories)")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="interface to bind, for the panel and TensorBoard (default: 127.0.0.1, this machine only)")
-    p.add_argument("--port", type=_port, default=6007, help="panel port (default: 6007; 0 picks a free one)")
-    p.add_argument("--tensorboard", action=argparse.BooleanOptionalAction, default=True,
-                   help="also start TensorBoard on the same logdir (default: yes)")
-    p.add_argument("--tensorboard-port", type=_port, default=6006,
-                   help="TensorBoard's port, also used for the panel's links into it (default: 6006)")
+    add_serving_arguments(p)
     p.set_defaults(func=run_panel)
     return p
 
 
+def _say(message: str) -> None:
+    print(f"jitflow panel: {message}", file=sys.stderr, flush=True)
+
+
+def _choose_port(host: str, wanted: int, what: str) -> Optional[int]:
+    from jitflow.webui.server import pick_port
+    try:
+        port = pick_port(host, wanted)
+    except OSError as e:
+        _say(f"cannot listen for {what} on {host}: {e.strerror or e}")
+        return None
+    if wanted and port != wanted:
+        _say(f"port {wanted} is taken (another {what}?); using {port} for {what}")
+    return port
+
+
+def _profile_plugin_missing() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("tensorboard_plugin_profile") is None
+
+
 def run_panel(args: argparse.Namespace) -> int:
-    from jitflow.webui import create_app
-    from jitflow.webui.server import PanelServer, TensorBoardProcess, trusted_hosts
+    from jitflow.webui import create_app, hosts
+    from jitflow.webui.server import PanelServer, TensorBoardProcess, allowed_hosts
 
     logdir = os.path.abspath(os.path.expanduser(args.logdir))
     if os.path.exists(logdir) and not os.path.isdir(logdir):
-        print(f"jitflow panel: --logdir {args.logdir!r} is not a directory", file=sys.stderr)
+        _say(f"--logdir {args.logdir!r} is not a directory")
         return 2
     if not os.path.exists(logdir):
-        print(f"jitflow panel: {logdir} does not exist yet; runs appear once it is written", file=sys.stderr)
+        _say(f"{logdir} does not exist yet; runs appear once it is written")
+    warning = hosts.reachable_hint(args.host)
+    if warning:
+        _say("WARNING: " + warning)
 
     stop = threading.Event()
 
     def _on_signal(signum, frame):  # noqa: ARG001
         stop.set()
 
-    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop_signals = [signal.SIGINT, signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    previous = {sig: signal.signal(sig, _on_signal) for sig in stop_signals}
     tensorboard: Optional[TensorBoardProcess] = None
     panel: Optional[PanelServer] = None
     try:
-        app = create_app(logdir, {"TENSORBOARD_PORT": args.tensorboard_port,
-                                  "TRUSTED_HOSTS": trusted_hosts(args.host)})
-        try:
-            panel = PanelServer(app, host=args.host, port=args.port)
-        except OSError as e:
-            print(f"jitflow panel: cannot listen on {args.host}:{args.port}: {e.strerror or e}", file=sys.stderr)
+        panel_port = _choose_port(args.host, args.port, "the panel")
+        tb_port = _choose_port(args.host, args.tensorboard_port, "TensorBoard") if args.tensorboard else None
+        if panel_port is None or (args.tensorboard and tb_port is None):
             return 1
-        if args.tensorboard:
-            tensorboard = TensorBoardProcess(logdir, host=args.host, port=args.tensorboard_port)
+        if tb_port is not None and tb_port == panel_port:   # both defaults moved onto the same free port
+            tb_port = _choose_port(args.host, tb_port + 1, "TensorBoard")
+        app = create_app(logdir, {"TENSORBOARD_PORT": tb_port,
+                                  "ALLOWED_HOSTS": allowed_hosts(args.host, args.allow_host)})
+        try:
+            panel = PanelServer(app, host=args.host, port=panel_port)
+        except OSError as e:
+            _say(f"cannot listen on {args.host}:{panel_port}: {e.strerror or e}")
+            return 1
+        if tb_port is not None:
+            if _profile_plugin_missing():
+                _say("TensorBoard will have no Profile tab: tensorboard-plugin-profile is not installed "
+                     f"in this environment ({sys.executable} -m pip install tensorboard-plugin-profile)")
+            tensorboard = TensorBoardProcess(logdir, host=args.host, port=tb_port)
         panel.start()
         print(f"jitflow panel: {panel.url}", flush=True)
         if tensorboard is not None:
-            print(f"TensorBoard:   {tensorboard.url}", flush=True)
+            print(f"TensorBoard:   {tensorboard.url}   (its log: {tensorboard.log_path})", flush=True)
         print(f"logdir:        {logdir}\n(Ctrl-C to stop)", flush=True)
         reported = False
         while not stop.wait(0.5):
-            if tensorboard is not None and not reported and tensorboard.poll() is not None:
+            if tensorboard is None or reported:
+                continue
+            for line in tensorboard.new_errors():
+                _say(f"TensorBoard: {line}")
+            if tensorboard.poll() is not None:
                 reported = True
-                print(f"jitflow panel: TensorBoard exited with code {tensorboard.poll()}; "
-                      "the panel keeps running", file=sys.stderr, flush=True)
+                _say(f"TensorBoard exited with code {tensorboard.poll()}; the panel keeps running. "
+                     f"Last lines of {tensorboard.log_path}:\n{tensorboard.log_tail()}")
         print("jitflow panel: stopping", flush=True)
         return 0
     finally:
@@ -108,14 +159,14 @@ def add_demo_parser(subparsers) -> argparse.ArgumentParser:
         "demo", help="train a small model, write a full logdir, and open the panel and TensorBoard",
         description="Train an MLP with a jf.function train step on synthetic data, writing loss/accuracy "
                     "scalars, weight histograms, the graph, a profiled trace and a deliberate retrace to "
-                    "LOGDIR; then serve the jitflow panel and TensorBoard on it (unless --no-serve).")
-    p.add_argument("--logdir", default="runs/demo", help="where to write (default: runs/demo)")
+                    "a new run directory LOGDIR/<date>-<time>; then serve the jitflow panel and "
+                    "TensorBoard on LOGDIR (unless --no-serve), so earlier runs appear beside it.")
+    p.add_argument("--logdir", default="runs/demo",
+                   help="parent of the run directories (default: runs/demo)")
     p.add_argument("--steps", type=_positive, default=200, help="training steps (default: 200)")
     p.add_argument("--serve", action=argparse.BooleanOptionalAction, default=True,
                    help="after training, serve the panel and TensorBoard (default: yes)")
-    p.add_argument("--host", default="127.0.0.1", help="interface for the servers (default: 127.0.0.1)")
-    p.add_argument("--port", type=_port, default=6007, help="panel port (default: 6007)")
-    p.add_argument("--tensorboard-port", type=_port, default=6006, help="TensorBoard port (default: 6006)")
+    add_serving_arguments(p)
     p.set_defaults(func=run_demo)
     return p
 
@@ -131,19 +182,23 @@ def _positive(text: str) -> int:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from jitflow.demo import train
+    from jitflow.demo import new_run_dir, train
+    if os.path.exists(args.logdir) and not os.path.isdir(args.logdir):
+        print(f"jitflow demo: --logdir {args.logdir!r} is not a directory", file=sys.stderr)
+        return 2
+    run_dir = new_run_dir(args.logdir)
     try:
-        result = train(args.logdir, steps=args.steps)
+        result = train(run_dir, steps=args.steps)
     except KeyboardInterrupt:
         print("\njitflow demo: interrupted", file=sys.stderr)
         return 130
+    traces = "1 trace" if result.traces == 1 else f"{result.traces} traces"
     print(f"trained {result.steps} steps: loss {result.final_loss:.4f}, accuracy {result.final_accuracy:.3f}; "
-          f"{result.traces} traces of the train step (see why in the panel)")
-    print(f"logdir: {os.path.abspath(result.logdir)}")
+          f"{traces} of the train step (see why in the panel)")
+    print(f"run:    {os.path.abspath(result.logdir)}")
     if not args.serve:
         return 0
-    panel_args = argparse.Namespace(logdir=args.logdir, host=args.host, port=args.port, tensorboard=True,
-                                    tensorboard_port=args.tensorboard_port)
+    panel_args = argparse.Namespace(**{**vars(args), "logdir": args.logdir})
     return run_panel(panel_args)
 
 

@@ -8,6 +8,7 @@ panel has a retrace to explain (`arg 'lr': Python float 0.01 → float32 tensor`
 """
 from __future__ import annotations
 
+import datetime
 import os
 import sys
 import time
@@ -55,6 +56,21 @@ class MLP(jf.Module):
         return self.out(self.hidden(x))
 
 
+def new_run_dir(parent: str = "runs/demo", now: Optional[datetime.datetime] = None) -> str:
+    """A new, empty run directory `parent/YYYYmmdd-HHMMSS` (Keras' TensorBoard habit), with
+    `-2`, `-3`, ... when that second is taken: each run keeps its own graphs and traces."""
+    stamp = (now or datetime.datetime.now()).strftime("%Y%m%d-%H%M%S")
+    os.makedirs(parent, exist_ok=True)
+    for n in range(1, 1000):
+        path = os.path.join(parent, stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"logdir: 999 run directories named {stamp}* already exist in {parent!r}")
+
+
 @dataclass
 class DemoResult:
     logdir: str
@@ -75,7 +91,8 @@ def _progress(stream: TextIO, step: int, total: int, loss: float, acc: float) ->
 
 def train(logdir: str = "runs/demo", steps: int = 200, batch: int = 64, seed: int = 0,
           progress: Optional[TextIO] = sys.stderr) -> DemoResult:
-    """Run the demo training; returns the final metrics. Writes everything under `logdir`."""
+    """Run the demo training; returns the final metrics. Writes everything into `logdir`, one
+    run directory (`jitflow demo` passes a new one from `new_run_dir` each time)."""
     if steps < 1:
         raise ValueError(f"steps: expected a positive number of training steps; got {steps}")
     jf.random.set_seed(seed)

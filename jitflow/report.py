@@ -33,6 +33,7 @@ def _last_scalars(path: str) -> List[tuple]:
 
 def report(logdir: str, stream: TextIO, top_ops: int = 5) -> int:
     """Write the summary of `logdir` to `stream`; returns the number of runs found."""
+    from jitflow.webui.charts import plural
     from jitflow.webui.logdir import Logdir
     from jitflow.webui.model import functions, op_profile
 
@@ -41,7 +42,8 @@ def report(logdir: str, stream: TextIO, top_ops: int = 5) -> int:
         stream.write(f"no runs with event files under {os.path.abspath(logdir)}\n")
         return 0
     for run in runs:
-        stream.write(f"run {run.name}  (last step {run.last_step})\n")
+        stream.write(f"run {run.name}  " + ("(no steps)" if run.last_step is None else f"(last step {run.last_step})")
+                     + "\n")
         for error in run.errors:
             stream.write(f"  ! {error}\n")
         scalars = _last_scalars(run.path)
@@ -54,8 +56,12 @@ def report(logdir: str, stream: TextIO, top_ops: int = 5) -> int:
             stream.write("  functions:\n")
             for fn in fns:
                 warn = "  [retraces often]" if fn["warning"] else ""
-                stream.write(f"    {fn['function']}: {fn['traces']} traces, {fn['retraces']} retraces, "
-                             f"{fn['trace_seconds'] * 1e3:.1f} ms tracing{warn}\n")
+                calls = "" if fn["calls"] is None else plural(fn["calls"], "call") + ", "
+                compiled = ("" if fn["compile_seconds"] is None
+                            else f", {fn['compile_seconds'] * 1e3:.1f} ms compiling")
+                stream.write(f"    {fn['function']}: {calls}{plural(fn['traces'], 'trace')}, "
+                             f"{plural(fn['retraces'], 'retrace')}, "
+                             f"{fn['trace_seconds'] * 1e3:.1f} ms tracing{compiled}{warn}\n")
                 for trace in fn["retrace_list"]:
                     stream.write(f"      #{trace['trace_number']}: {trace['reason']}\n")
         for ref in run.profiles:

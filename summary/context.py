@@ -39,11 +39,39 @@ def default_writer() -> Any:
     return w if w is not None else global_writer
 
 
+# Hooks for what must follow a writer rather than a summary call (trace records made before
+# any writer existed, call counts that change between traces): `on_default(cb)` runs
+# cb(writer) whenever a writer becomes a default; `on_flush(cb)` runs cb(writer) before a
+# writer flushes or closes. Callbacks must not raise.
+_default_hooks: list = []
+_flush_hooks: list = []
+
+
+def on_default(callback: Callable[[Any], None]) -> None:
+    _default_hooks.append(callback)
+
+
+def on_flush(callback: Callable[[Any], None]) -> None:
+    _flush_hooks.append(callback)
+
+
+def notify_default(writer: Any) -> None:
+    for callback in list(_default_hooks):
+        callback(writer)
+
+
+def notify_flush(writer: Any) -> None:
+    for callback in list(_flush_hooks):
+        callback(writer)
+
+
 def set_global_writer(writer: Any, step: Any = None) -> None:
     global global_writer, global_step
     global_writer = writer
     if step is not None:
         global_step = step
+    if writer is not None:
+        notify_default(writer)
 
 
 @contextlib.contextmanager
@@ -54,6 +82,8 @@ def writer_scope(writer: Any, step: Any = None) -> Iterator[None]:
     if step is not None:
         tls.step = step
     try:
+        if writer is not None:
+            notify_default(writer)
         yield
     finally:
         tls.writer, tls.step = old_writer, old_step

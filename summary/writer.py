@@ -159,11 +159,15 @@ class SummaryFileWriter:
         """Block until everything written so far is in the event file (handed to
         the OS: it survives the process being killed). Raises the writer's
         error if a write failed."""
+        if not self._events.closed:
+            context.notify_flush(self)   # e.g. up-to-date call counts of traced functions
         self._events.flush()
 
     def close(self) -> None:
         """Flush and close the event file. Writing afterwards raises RuntimeError;
         a failed write is raised here (once) if no earlier call raised it."""
+        if not self._events.closed:
+            context.notify_flush(self)
         self._events.close()
 
     # --- writing (called by the module functions) ----------------------------------------

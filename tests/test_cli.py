@@ -35,13 +35,49 @@ def test_version_and_help():
 
 
 @pytest.fixture(scope="module")
-def demo_logdir(tmp_path_factory):
-    logdir = tmp_path_factory.mktemp("demo") / "runs" / "demo"
+def demo_runs(tmp_path_factory):
+    """Two `jitflow demo` runs into the same --logdir."""
+    parent = tmp_path_factory.mktemp("demo") / "runs" / "demo"
     steps = 24
-    out = _jitflow("demo", "--logdir", str(logdir), "--steps", str(steps), "--no-serve")
-    assert out.returncode == 0, out.stderr
-    assert f"trained {steps} steps" in out.stdout
-    return logdir, steps
+    runs = []
+    for _ in range(2):
+        out = _jitflow("demo", "--logdir", str(parent), "--steps", str(steps), "--no-serve")
+        assert out.returncode == 0, out.stderr
+        assert f"trained {steps} steps" in out.stdout
+        runs.append(Path(out.stdout.split("run:", 1)[1].split()[0]))
+    return parent, runs, steps
+
+
+@pytest.fixture(scope="module")
+def demo_logdir(demo_runs):
+    parent, runs, steps = demo_runs
+    return runs[0], steps
+
+
+def test_each_demo_run_gets_its_own_timestamped_run_directory(demo_runs):
+    import re
+
+    from jitflow.webui import create_app
+    parent, runs, steps = demo_runs
+    assert runs[0] != runs[1] and {r.parent for r in runs} == {parent}
+    assert all(re.fullmatch(r"\d{8}-\d{6}(-\d+)?", r.name) for r in runs), runs
+    data = create_app(parent).test_client().get("/api/runs").get_json()
+    assert sorted(r["run"] for r in data["runs"]) == sorted(r.name for r in runs)   # never "."
+    for run in data["runs"]:
+        assert (run["traces"], run["retraces"]) == (3, 1), run
+        fns = create_app(parent).test_client().get(run["links"]["functions"].replace("/runs/", "/api/runs/", 1))
+        (fn,) = fns.get_json()["functions"]
+        assert fn["calls"] == steps                                # real calls, not calls at the last trace
+    for run in runs:                                               # one graph per run
+        acc = pea.EventAccumulator(str(run))
+        acc.Reload()
+        assert acc.Graph() is not None and not list(run.glob("*/*tfevents*"))
+
+
+def test_python_dash_m_jitflow_runs_the_command():
+    from jitflow import __version__
+    out = subprocess.run([sys.executable, "-m", "jitflow", "--version"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == f"jitflow {__version__}"
 
 
 def test_demo_writes_everything_the_main_job_promises(demo_logdir):
@@ -103,6 +139,7 @@ def test_demo_serves_panel_and_tensorboard_and_stops_cleanly(tmp_path):
                 break
             lines.append(line.strip())
         assert any(line.startswith(f"jitflow panel: http://127.0.0.1:{panel_port}") for line in lines), lines
+        run = next(line.split()[-1] for line in lines if line.startswith("run:"))
         children = _children(proc.pid)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         with sync_api.sync_playwright() as p:
@@ -111,7 +148,7 @@ def test_demo_serves_panel_and_tensorboard_and_stops_cleanly(tmp_path):
                 viewport={"width": 1366, "height": 900})
             try:
                 page = context.new_page()
-                page.goto(f"http://127.0.0.1:{panel_port}/runs/~root~/functions")
+                page.goto(f"http://127.0.0.1:{panel_port}/runs/{Path(run).name}/functions")
                 page.wait_for_load_state("load")
                 assert "arg 'lr': Python float 0.01 → float32 tensor of shape ()" in page.inner_text("body")
                 page.screenshot(path=str(ARTIFACTS / "demo_panel_functions.png"), full_page=True)

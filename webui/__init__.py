@@ -30,7 +30,7 @@ from urllib.parse import urlencode
 from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException, SecurityError
 
-from . import charts
+from . import charts, hosts
 from .data import EXTENSION, ROOT_TOKEN, RunConverter, tensorboard_base
 from .logdir import Logdir
 from .server import PanelServer, serve_in_background
@@ -48,7 +48,9 @@ def create_app(logdir: str | os.PathLike | None = None,
 
     Config: LOGDIR (or the `logdir` argument, or $JITFLOW_LOGDIR); TENSORBOARD_PORT
     (default 6006: run pages link to TensorBoard on the host the browser used) or
-    TENSORBOARD_URL (an explicit base URL); None for both hides the links.
+    TENSORBOARD_URL (an explicit base URL); None for both hides the links. ALLOWED_HOSTS:
+    the host names (besides IP literals) a request's Host header may name (webui/hosts.py;
+    default: `localhost` only; None turns the DNS-rebinding check off).
 
     Example:
         >>> import tempfile
@@ -62,6 +64,7 @@ def create_app(logdir: str | os.PathLike | None = None,
         TENSORBOARD_PORT=6006,
         TENSORBOARD_URL=None,
         JSON_SORT_KEYS=False,
+        ALLOWED_HOSTS=hosts.allowed_names("127.0.0.1"),
     )
     if test_config is not None:
         app.config.update(test_config)
@@ -79,6 +82,13 @@ def create_app(logdir: str | os.PathLike | None = None,
 
     _register_template_helpers(app)
     _register_errors(app)
+
+    @app.before_request
+    def _check_host():
+        names = app.config.get("ALLOWED_HOSTS")
+        if names is not None and not hosts.host_allowed(request.headers.get("Host"), frozenset(names)):
+            raise SecurityError(f"Host {request.headers.get('Host')!r} is not a name this panel answers to "
+                                "(an IP address, localhost, or a name given with --allow-host)")
 
     @app.after_request
     def _security_headers(response):

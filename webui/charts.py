@@ -12,6 +12,11 @@ KIND_CLASS = {"first_call": "k-first", "retrace": "k-retrace", "new_function_obj
               "get_concrete_function": "k-concrete", "variable_lifting": "k-varlift"}
 
 
+def plural(n: int, noun: str) -> str:
+    """`1 trace`, `2 traces`."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def format_seconds(seconds: Optional[float]) -> str:
     """`0.000123` → `123 µs`, `0.0421` → `42.1 ms`, `3.2` → `3.20 s`."""
     if seconds is None:

@@ -3,7 +3,7 @@ by name or 404, and links into TensorBoard."""
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 from flask import abort, current_app, g, request
@@ -17,13 +17,34 @@ ROOT_TOKEN = "~root~"
 
 
 class RunConverter(PathConverter):
-    """`<run:name>`: a run name, which may contain slashes; "." is spelled ROOT_TOKEN."""
+    """`<run:name>`: a run name, which may contain slashes; "." is spelled ROOT_TOKEN, and a
+    name that itself starts with "~" (a directory called `~root~`, say) gets one more "~"
+    in front, so every run has exactly one URL."""
 
     def to_python(self, value: str) -> str:
-        return ROOT_RUN if value == ROOT_TOKEN else value
+        if value == ROOT_TOKEN:
+            return ROOT_RUN
+        return value[1:] if value.startswith("~~") else value
 
     def to_url(self, value: str) -> str:
-        return ROOT_TOKEN if value == ROOT_RUN else super().to_url(value)
+        if value == ROOT_RUN:
+            return ROOT_TOKEN
+        return super().to_url("~" + value if value.startswith("~") else value)
+
+
+ORDERS = ("asc", "desc")
+
+
+def sort_args(allowed, default: str) -> Tuple[str, Optional[str]]:
+    """`?sort=KEY&order=asc|desc` of this request, checked: a key outside `allowed` or
+    another order is a 400 naming what is accepted. The order is None when not given."""
+    sort = request.args.get("sort", default)
+    order = request.args.get("order")
+    if sort not in allowed:
+        abort(400, description=f"sort: expected one of {', '.join(allowed)}; got {sort!r}")
+    if order is not None and order not in ORDERS:
+        abort(400, description=f"order: expected asc or desc; got {order!r}")
+    return sort, order
 
 
 def get_logdir() -> Logdir:

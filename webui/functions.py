@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, jsonify, render_template, url_for
 
 from . import charts, model
-from .data import get_run, tensorboard_run_url
+from .data import get_run, sort_args, tensorboard_run_url
 
 bp = Blueprint("functions", __name__)
 TIMELINE_ROWS = 30
@@ -14,11 +14,14 @@ TIMELINE_ROWS = 30
 
 def functions_payload(run: str) -> dict:
     data = get_run(run)
-    fns = model.functions(data.records)
+    sort, order = sort_args(tuple(model.FUNCTION_SORTS), "cost")
+    order = order or model.FUNCTION_SORTS[sort][2]
+    fns = model.functions(data.records, sort, order)
     for fn in fns:
         fn["links"] = {"html": url_for("functions.detail", run=run, fn=fn["function"]),
                        "traces": url_for("functions.traces_json", run=run, fn=fn["function"])}
     return {"run": run, "errors": data.errors, "summary": model.run_summary(data), "functions": fns,
+            "sort": sort, "order": order, "sorted_by": model.FUNCTION_SORTS[sort][0],
             "tensorboard": tensorboard_run_url(run)}
 
 
@@ -47,7 +50,7 @@ def index(run: str):
 def detail(run: str, fn: str):
     payload = function_payload(run, fn)
     traces = payload["traces"]
-    timeline = charts.timeline([{"label": f"{len(traces)} traces", "traces": traces}], row_height=40)
+    timeline = charts.timeline([{"label": charts.plural(len(traces), "trace"), "traces": traces}], row_height=40)
     costs = charts.bars([{"label": f"#{t['trace_number']} {t['reason_label']}", "value": t["cost_seconds"],
                           "text": charts.format_seconds(t["cost_seconds"]), "title": t["reason"],
                           "cls": charts.KIND_CLASS.get(t["reason_kind"], "k-other")} for t in traces],

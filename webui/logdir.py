@@ -15,7 +15,8 @@ accumulator reloads incrementally; any other change starts a fresh one.
 Safety: a run name that arrives in a request is only ever compared with the names
 discovered by walking the logdir; it is never joined onto a path. The walk does not
 follow symlinked directories, and skips event files whose real path is outside the
-logdir.
+logdir. The accumulator itself lists the run directory again, so it gets the same filter
+(`_accumulator`): a symlinked event file that leads out of the logdir is never read.
 
 TensorBoard's loaders stop silently at a corrupt or truncated record. To show that as an
 error for that run (and only that run), each event file also gets an integrity scanner:
@@ -31,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from tensorboard.backend.event_processing import io_wrapper
+from tensorboard.backend.event_processing import directory_watcher, event_file_loader, io_wrapper
 from tensorboard.backend.event_processing import plugin_event_accumulator as pea
 from tensorboard.compat.proto import config_pb2
 from tensorboard.compat.tensorflow_stub import errors as tb_errors
@@ -39,6 +40,9 @@ from tensorboard.compat.tensorflow_stub import pywrap_tensorflow
 
 from jitflow.summary.trace import GRAPH_ONLY_PLUGIN, RUN_METADATA_PLUGIN
 from jitflow.summary.trace_records import PLUGIN_NAME as TRACE_PLUGIN
+from jitflow.summary.trace_records import STATS_PLUGIN
+
+from . import records as _records
 
 ROOT_RUN = "."
 SCALARS_PLUGIN = "scalars"
@@ -247,8 +251,7 @@ class Logdir:
         if cache.accumulator is None or cache.signature is None or not _grew(cache.signature, signature):
             cache.close()
             cache.load_errors = []
-            cache.accumulator = pea.EventAccumulator(cache.path, size_guidance={"tensors": 0},
-                                                     purge_orphaned_data=False)
+            cache.accumulator = _accumulator(self.root, cache.path)
         try:
             cache.accumulator.Reload()
         except Exception as e:  # noqa: BLE001 - e.g. a record with a valid CRC but no Event inside
@@ -268,6 +271,8 @@ class Logdir:
                 data.errors.append(f"{file_name}: {cache.scanners[file_name].error}")
         tags = acc.Tags()
         last_step: Optional[int] = None
+        calls: Dict[Tuple[str, int], int] = {}
+        compiles: Dict[str, float] = {}
         for tag in tags.get(pea.TENSORS, []):
             plugin = acc.SummaryMetadata(tag).plugin_data.plugin_name
             data.tags_by_plugin.setdefault(plugin, []).append(tag)
@@ -282,6 +287,10 @@ class Logdir:
                     record = _decode_record(event, tag, data.errors)
                     if record is not None:
                         data.records.append(record)
+            elif plugin == STATS_PLUGIN:
+                for event in events:
+                    for payload in event.tensor_proto.string_val[:1]:
+                        _records.decode_stats(payload, data.errors, f"{tag} at step {event.step}", calls, compiles)
             elif plugin in (RUN_METADATA_PLUGIN, GRAPH_ONLY_PLUGIN):
                 for event in events:
                     if event.tensor_proto.string_val:
@@ -291,31 +300,37 @@ class Logdir:
             data._run_metadata[(tag, 0)] = acc.RunMetadata(tag).SerializeToString()
             data.profiles.append(ProfileRef(tag, 0, 0.0, LEGACY_RUN_METADATA))
         data.scalar_tags.sort()
-        data.records.sort(key=lambda r: (r.get("timestamp") or r["wall_time"], r.get("trace_number", 0)))
+        _records.merge_stats(data.records, calls, compiles)
+        data.records.sort(key=lambda r: (r["timestamp"] or r["wall_time"], r["trace_number"]))
         data.profiles.sort(key=lambda p: (p.tag, p.step))
         data.last_step = last_step
         return data
 
 
-_RECORD_DEFAULTS = {
-    "function": "?", "function_id": 0, "source": "", "call_site": "", "key": "", "trace_number": 0,
-    "trace_seconds": 0.0, "compile_seconds": None, "reason_kind": "", "reason": "", "changes": [],
-    "advice": "", "graph_name": "", "num_nodes": 0, "calls_so_far": 0, "timestamp": None,
-}
-
-
 def _decode_record(event, tag: str, errors: List[str]) -> Optional[dict]:
-    try:
-        record = json.loads(event.tensor_proto.string_val[0].decode("utf-8"))
-        if not isinstance(record, dict):
-            raise ValueError("not a JSON object")
-    except (IndexError, ValueError, UnicodeDecodeError) as e:
-        errors.append(f"{tag} at step {event.step}: unreadable trace record ({e})")
+    """One trace record, every field checked (webui/records.py); a bad one is dropped and
+    named in `errors`, the run's other records still load."""
+    if not event.tensor_proto.string_val:
+        errors.append(f"{tag} at step {event.step}: dropped a trace record: no payload")
         return None
-    out = dict(_RECORD_DEFAULTS)
-    out.update(record)
-    out["function"] = str(out["function"])
-    out["changes"] = [c for c in out["changes"] if isinstance(c, dict)] if isinstance(out["changes"], list) else []
-    out["step"] = int(event.step)
-    out["wall_time"] = event.wall_time
-    return out
+    record, problem = _records.decode(event.tensor_proto.string_val[0])
+    if record is None:
+        errors.append(f"{tag} at step {event.step}: dropped a trace record: {problem}")
+        return None
+    record["step"] = int(event.step)
+    record["wall_time"] = event.wall_time
+    return record
+
+
+def _accumulator(root: str, run_dir: str) -> pea.EventAccumulator:
+    """TensorBoard's accumulator for `run_dir`, reading only event files whose real path is
+    inside `root`. (Its own DirectoryWatcher would read every `*tfevents*` name it lists,
+    symlinks to anywhere included; the watcher is replaced by one with our path filter.)"""
+    acc = pea.EventAccumulator(run_dir, size_guidance={"tensors": 0}, purge_orphaned_data=False)
+    if not hasattr(acc, "_generator"):   # pragma: no cover - a TensorBoard that changed its internals
+        raise RuntimeError("this TensorBoard's EventAccumulator has no _generator; cannot restrict it "
+                           "to the logdir, so the run is not read")
+    acc._generator = directory_watcher.DirectoryWatcher(
+        run_dir, event_file_loader.EventFileLoader,
+        lambda path: io_wrapper.IsSummaryEventsFile(path) and _inside(root, path))
+    return acc

@@ -15,8 +15,10 @@ from jitflow.runtime.tracing import trace_records as _tr
 from .logdir import ProfileRef, RunData
 
 WARN_TRACES = 5   # the runtime's RetraceWarning fires after 5 traces; flag those functions
-# Traces that are the cost of retracing (a first call or an explicit get_concrete_function is not).
-RETRACE_KINDS = (_tr.RETRACE, _tr.NEW_FUNCTION_OBJECT, _tr.VARIABLE_LIFTING)
+# Traces that are the cost of retracing. Not: a first call, an explicit get_concrete_function,
+# or the one extra trace after a first call that created variables (TF traces twice there
+# too, and nothing the user changes avoids it).
+RETRACE_KINDS = (_tr.RETRACE, _tr.NEW_FUNCTION_OBJECT)
 REASON_LABELS = {
     _tr.FIRST_CALL: "first call",
     _tr.RETRACE: "retrace",
@@ -57,11 +59,13 @@ def trace_view(record: dict) -> dict:
 
 
 def _calls(records: List[dict]) -> Optional[int]:
-    """Calls known from the records: per function object, `calls_so_far` of its latest
-    trace (calls after the last trace are not recorded), summed over objects."""
+    """Calls of the function, summed over its function objects: the count the writer last
+    wrote (`jitflow/stats`, merged in as `calls_total`), else `calls_so_far` of the latest
+    trace (a lower bound: calls after it were not recorded)."""
     latest: Dict[object, int] = {}
     for r in records:
-        latest[r.get("function_id")] = max(latest.get(r.get("function_id"), 0), int(r.get("calls_so_far") or 0))
+        known = r.get("calls_total") or r.get("calls_so_far") or 0
+        latest[r.get("function_id")] = max(latest.get(r.get("function_id"), 0), int(known))
     total = sum(latest.values())
     return total or None
 
@@ -98,13 +102,25 @@ def _top_reason(reasons: Counter) -> Optional[str]:
     return f"{label} ({n}×)"
 
 
-def functions(records: Iterable[dict]) -> List[dict]:
-    """Per function: calls, traces, time tracing and its retraces, costliest first."""
+# How the functions table can be sorted: key -> (what the page says, sort key, default order).
+FUNCTION_SORTS = {
+    "cost": ("cost (tracing + compiling)", lambda f: (f["cost_seconds"], f["traces"]), "desc"),
+    "traces": ("traces", lambda f: (f["traces"], f["cost_seconds"]), "desc"),
+    "retraces": ("retraces", lambda f: (f["retraces"], f["cost_seconds"]), "desc"),
+    "calls": ("calls", lambda f: (f["calls"] or 0, f["cost_seconds"]), "desc"),
+    "name": ("name", lambda f: f["function"], "asc"),
+}
+
+
+def functions(records: Iterable[dict], sort: str = "cost", order: Optional[str] = None) -> List[dict]:
+    """Per function: calls, traces, time tracing and compiling, and its retraces; sorted by
+    `sort` (a FUNCTION_SORTS key; costliest first by default)."""
     groups: Dict[str, List[dict]] = defaultdict(list)
     for r in records:
         groups[r["function"]].append(r)
-    out = [summarize_function(name, rs) for name, rs in groups.items()]
-    out.sort(key=lambda f: (-f["cost_seconds"], -f["traces"], f["function"]))
+    out = sorted((summarize_function(name, rs) for name, rs in groups.items()), key=lambda f: f["function"])
+    _, key, default = FUNCTION_SORTS[sort]
+    out.sort(key=key, reverse=(order or default) == "desc")
     return out
 
 

@@ -51,11 +51,17 @@ class JitflowPlugin(base_plugin.TBPlugin):
     def __init__(self, context: base_plugin.TBContext) -> None:
         self._logdir = context.logdir
         self._app = None
+        flags = context.flags
+        # The Host check (webui/hosts.py) for the address TensorBoard listens on: TensorBoard
+        # itself answers any Host header, the panel inside it does not (DNS rebinding).
+        self._bind_host = ("0.0.0.0" if getattr(flags, "bind_all", False)
+                           else (getattr(flags, "host", None) or "localhost"))
 
     def _panel(self):
         if self._app is None:
-            from . import create_app
-            self._app = _Mounted(create_app(self._logdir, {"TENSORBOARD_PORT": None}))
+            from . import create_app, hosts
+            self._app = _Mounted(create_app(self._logdir, {
+                "TENSORBOARD_PORT": None, "ALLOWED_HOSTS": hosts.allowed_names(self._bind_host)}))
         return self._app
 
     def _serve_panel(self, environ, start_response):

@@ -7,7 +7,7 @@ from typing import Optional
 from flask import Blueprint, abort, jsonify, render_template, request, url_for
 
 from . import charts, model
-from .data import get_run
+from .data import get_run, sort_args
 
 bp = Blueprint("profiles", __name__)
 CHART_BARS = 15
@@ -36,6 +36,7 @@ def _step_arg() -> Optional[int]:
 
 def profile_payload(run: str, tag: str) -> dict:
     data = get_run(run)
+    sort, order = sort_args(model.SORT_KEYS, "total")
     ref = data.profile(tag, _step_arg())
     if ref is None:
         abort(404, description=f"no exported trace {tag!r} in run {run!r}")
@@ -43,8 +44,7 @@ def profile_payload(run: str, tag: str) -> dict:
         meta = data.run_metadata(ref)
     except Exception as e:  # noqa: BLE001 - a damaged RunMetadata breaks this page only
         abort(422, description=f"the RunMetadata of {tag!r} at step {ref.step} could not be parsed: {e}")
-    sort, order = request.args.get("sort", "total"), request.args.get("order", "desc")
-    profile = model.op_profile(meta, sort=sort, order=order)
+    profile = model.op_profile(meta, sort=sort, order=order or "desc")
     return {"run": run, "errors": data.errors, "profile": model.profile_summary(ref),
             "steps": [p.step for p in data.profiles if p.tag == tag], **profile}
 

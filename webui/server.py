@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,26 +16,45 @@ from typing import Any, List, Optional
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
+from . import hosts
+
 DEFAULT_HOST = "127.0.0.1"   # never all interfaces unless asked
 
 
-def trusted_hosts(host: str) -> Optional[List[str]]:
-    """Host headers to accept when serving on `host`: on IPv4 loopback only loopback names,
-    so a web page cannot reach the panel through DNS rebinding; else any (None). (Werkzeug
-    cannot match bracketed IPv6 literals, so `--host ::1` is not restricted.)"""
-    if host in ("127.0.0.1", "localhost"):
-        return ["127.0.0.1", "localhost"]
-    return None
+def allowed_hosts(host: str, extra=()) -> frozenset:
+    """Host names (besides IP literals) a server bound to `host` answers (webui/hosts.py)."""
+    return hosts.allowed_names(host, extra)
 
 
 def _url(host: str, port: int) -> str:
-    if host in ("", "0.0.0.0"):
-        host = "127.0.0.1"
-    elif host == "::":
-        host = "::1"
+    host = hosts.display_host(host)
     if ":" in host:
         host = f"[{host}]"
     return f"http://{host}:{port}/"
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Whether a server could listen on (host, port) now."""
+    try:
+        _listen(host, port).close()
+        return True
+    except OSError:
+        return False
+
+
+def pick_port(host: str, port: int, tries: int = 20) -> int:
+    """`port` if it is free on `host`, else the next free one of the `tries` after it (0: any
+    free port). Raises OSError naming the range when none is free."""
+    if port == 0:
+        sock = _listen(host, 0)
+        try:
+            return sock.getsockname()[1]
+        finally:
+            sock.close()
+    for candidate in range(port, min(port + tries, 65536)):
+        if port_is_free(host, candidate):
+            return candidate
+    raise OSError(f"no free port on {host} in {port}..{min(port + tries, 65536) - 1}")
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -107,8 +127,9 @@ def serve_in_background(logdir: str | os.PathLike, port: int = 0, host: str = DE
                         **config: Any) -> PanelServer:
     """Serve the panel for `logdir` on a background thread; returns the running server.
 
-    `port=0` picks a free port; config keys (e.g. TENSORBOARD_PORT=6006) go to the app. On
-    a loopback host, requests must name a loopback host too (TRUSTED_HOSTS).
+    `port=0` picks a free port; config keys (e.g. TENSORBOARD_PORT=6006) go to the app.
+    Requests must name an IP address, localhost, or (beyond loopback) this machine's name
+    (ALLOWED_HOSTS, webui/hosts.py).
 
     Example:
         >>> import tempfile, urllib.request
@@ -118,33 +139,48 @@ def serve_in_background(logdir: str | os.PathLike, port: int = 0, host: str = DE
         >>> panel.stop()
     """
     from . import create_app
-    config.setdefault("TRUSTED_HOSTS", trusted_hosts(host))
+    config.setdefault("ALLOWED_HOSTS", allowed_hosts(host))
     return PanelServer(create_app(logdir, config), host=host, port=port).start()
 
 
 def tensorboard_command() -> List[str]:
-    """The `tensorboard` script of this environment, or `python -m tensorboard.main`."""
-    script = os.path.join(os.path.dirname(sys.executable), "tensorboard")
-    if os.name == "posix" and os.access(script, os.X_OK):
-        return [script]
+    """`python -m tensorboard.main` with this very interpreter: TensorBoard then sees the same
+    packages as the panel (its Profile plugin, the jitflow tab). The `tensorboard` script
+    beside it may name another interpreter in its #! line (a copied or moved virtualenv)."""
     return [sys.executable, "-m", "tensorboard.main"]
 
 
 class TensorBoardProcess:
-    """`tensorboard --logdir DIR --host HOST --port PORT` in its own process group, so that
-    stopping it also stops what it started (its data server) and a terminal's Ctrl-C
-    reaches only the panel, which then stops TensorBoard in order."""
+    """`tensorboard --logdir DIR --host HOST --port PORT`, started so that it never outlives
+    this process, and quiet.
+
+    - It runs in its own session, so a terminal's Ctrl-C reaches only the panel, which then
+      stops TensorBoard in order (`stop()`: SIGTERM to the group, SIGKILL after a timeout).
+    - It starts through `tensorboard_child`, which makes it die with this process however
+      this process ends (SIGHUP from a closed terminal, SIGKILL): a parent-death signal on
+      Linux, a watchdog reading a pipe elsewhere.
+    - Its output (a line per request, plugin chatter) goes to `log_path` (default
+      `<logdir>/tensorboard.log`); `new_errors()` returns the error lines written since the
+      last call, for the panel to show.
+    """
 
     def __init__(self, logdir: str, host: str = DEFAULT_HOST, port: int = 6006,
-                 extra_args: Optional[List[str]] = None, **popen: Any) -> None:
+                 extra_args: Optional[List[str]] = None, log_path: Optional[str] = None, **popen: Any) -> None:
         self.host, self.port = host, port
         self.command = [*tensorboard_command(), "--logdir", os.fspath(logdir),
                         "--host", host, "--port", str(port), *(extra_args or [])]
+        self.log_path = log_path or _log_path(os.fspath(logdir))
+        self._log_offset = 0
         if os.name == "posix":
             popen.setdefault("start_new_session", True)
         else:  # pragma: no cover - Windows
             popen.setdefault("creationflags", subprocess.CREATE_NEW_PROCESS_GROUP)
-        self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, **popen)
+        wrapper = [sys.executable, "-m", "jitflow.webui.tensorboard_child", str(os.getpid()), "--"]
+        with open(self.log_path, "ab") as log:
+            self._log_offset = log.tell()
+            # stdin: the watchdog's pipe (only this process holds its write end).
+            self.process = subprocess.Popen(wrapper + self.command, stdin=subprocess.PIPE, stdout=log,
+                                            stderr=subprocess.STDOUT, **popen)
 
     @property
     def url(self) -> str:
@@ -157,9 +193,35 @@ class TensorBoardProcess:
     def poll(self) -> Optional[int]:
         return self.process.poll()
 
+    def new_errors(self) -> List[str]:
+        """Error lines TensorBoard wrote to its log since the last call (absl E/F lines,
+        `ERROR`, and Python tracebacks' last line)."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self._log_offset)
+                chunk = log.read()
+        except OSError:
+            return []
+        end = chunk.rfind(b"\n") + 1    # whole lines only
+        self._log_offset += end
+        lines = chunk[:end].decode("utf-8", "replace").splitlines()
+        return [line for line in lines if _ERROR_LINE.search(line)]
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            with open(self.log_path, "rb") as log:
+                return "\n".join(log.read().decode("utf-8", "replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
     def stop(self, timeout: float = 10.0) -> Optional[int]:
         """SIGTERM to the whole group, SIGKILL after `timeout`; returns the exit code."""
         proc = self.process
+        if proc.stdin is not None:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
         if os.name != "posix":  # pragma: no cover
             if proc.poll() is None:
                 proc.terminate()
@@ -185,3 +247,23 @@ class TensorBoardProcess:
             os.killpg(pgid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+# absl's "E1123 12:00:00.000 ..." / "F..." lines, logging's "ERROR:", and exception lines.
+_ERROR_LINE = re.compile(r"^(?:[EF]\d{4} |ERROR\b|CRITICAL\b|FATAL\b|\w*(?:Error|Exception): )")
+LOG_NAME = "tensorboard.log"
+
+
+def _log_path(logdir: str) -> str:
+    """`<logdir>/tensorboard.log`, or one in the temp directory when the logdir is not writable."""
+    try:
+        os.makedirs(logdir, exist_ok=True)
+        path = os.path.join(logdir, LOG_NAME)
+        with open(path, "ab"):
+            pass
+        return path
+    except OSError:
+        import tempfile
+        fd, path = tempfile.mkstemp(prefix="jitflow-tensorboard-", suffix=".log")
+        os.close(fd)
+        return path

@@ -142,13 +142,21 @@ def apply(tf_op: str, inputs: Sequence[Any], attrs: Dict[str, Any] = EMPTY_ATTRS
     return outputs
 
 
+def _prefixed(op: OpDef, e: Exception) -> str:
+    """`jf.<op>: message`, without doubling a prefix the shape function already wrote."""
+    message = str(e)
+    for own in (f"{op.public_name}: ", f"{op.tf_op}: ", f"{op.tf_op.lower()}: "):
+        if message.startswith(own):
+            message = message[len(own):]
+            break
+    return f"jf.{op.public_name}: {message}"
+
+
 def _infer(op: OpDef, specs: List[Spec], attrs: Dict[str, Any]) -> List[Spec]:
     try:
         return op.infer(specs, attrs)
-    except InvalidArgumentError as e:
-        raise type(e)(f"jf.{op.public_name}: {e}") from None
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"jf.{op.public_name}: {e}") from None
+    except (InvalidArgumentError, TypeError, ValueError) as e:
+        raise type(e)(_prefixed(op, e)) from None
 
 
 def _run_eager(op: OpDef, inputs: Sequence[Any], attrs: Dict[str, Any]) -> List[Tensor]:

@@ -29,6 +29,7 @@ from jitflow.runtime.tracing import autograph, autograph_ops
 from jitflow.runtime.execution import compiler, direct_call
 from jitflow.runtime.core import context, instrument
 from jitflow.runtime.tracing import trace_records as _records
+from jitflow.runtime.core import traceback_filter as _tb
 from jitflow.runtime.state import variables as _variables
 from jitflow.runtime.core.errors import InputSignatureError
 from jitflow.runtime.execution.executor import Plan
@@ -220,7 +221,10 @@ class ConcreteFunction:
 
     # -- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._call_flat(self._bind_call(args, kwargs))
+        try:
+            return self._call_flat(self._bind_call(args, kwargs))
+        except Exception as e:
+            raise _tb.filtered(e)
 
     def _bind_call(self, args: tuple, kwargs: dict) -> List[Any]:
         """Match a direct call against the traced signature; only tensor arguments are passed."""
@@ -322,12 +326,11 @@ class ConcreteFunction:
                 node = getattr(e, "node", None)
                 where = f" at node {node.name!r} ({node.op.tf_op})" if node is not None else ""
                 warnings.warn(f"jf.function {self.function._qualname}: compiling the graph failed{where}; "
-                              f"it keeps running on the interpreter. ({e})", CompileWarning, stacklevel=2)
+                              f"it keeps running on the interpreter. ({e})", CompileWarning,
+                              stacklevel=_tb.user_stacklevel())
             return
         self.compile_seconds = plan.compile_seconds
-        for record in _records.registry.records():
-            if record.graph_name == self.name:
-                record.compile_seconds = plan.compile_seconds
+        _records.registry.compiled(self.name, plan.compile_seconds)
         self._fast = plan
         self._compile_state = "compiled"
         self.function._direct.clear()  # runners bound to the interpreter plan are rebuilt on the next call
@@ -562,6 +565,12 @@ class Function(direct_call.FunctionBase):
 
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         """The concrete function for these arguments (TensorSpecs allowed), tracing if needed."""
+        try:
+            return self._get_concrete_unfiltered(*args, **kwargs)
+        except Exception as e:
+            raise _tb.filtered(e)
+
+    def _get_concrete_unfiltered(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         if self._input_signature is not None:
             if args or kwargs:
                 self._bind_signature(args, kwargs)  # validates
@@ -578,7 +587,14 @@ class Function(direct_call.FunctionBase):
     # Calling: FunctionBase.__call__ counts the call and takes the direct path when it can,
     # else calls `_call_general`.
     def _call_general(self, *args: Any, **kwargs: Any) -> Any:
-        """A call the direct path did not take: bind, key, find or trace, run."""
+        """A call the direct path did not take; errors keep only the user's frames (traceback_filter)."""
+        try:
+            return self._call_unfiltered(*args, **kwargs)
+        except Exception as e:
+            raise _tb.filtered(e)
+
+    def _call_unfiltered(self, *args: Any, **kwargs: Any) -> Any:
+        """Bind, key, find or trace, run."""
         if self._input_signature is not None:
             leaves = self._bind_signature(args, kwargs)
             cf = self._signature_cf or self._signature_function(_records.FIRST_CALL)
@@ -647,6 +663,7 @@ class Function(direct_call.FunctionBase):
                 key = ("ARGS", tuple(make_key(v, leaves) for v in values))
                 self._signature_cf = self._trace(key, values, leaves, reason, (), allow_variables=True)
                 if self._signature_cf.graph.variables_created:
+                    self._concretes.remove(self._signature_cf)
                     self._signature_cf = self._trace(key, values, leaves, _records.VARIABLE_LIFTING, (),
                                                      allow_variables=False)
                 self._cache[key] = self._signature_cf
@@ -686,6 +703,7 @@ class Function(direct_call.FunctionBase):
                 # An initial value depends on this call's arguments: run the creating graph once
                 # (it initialises the variables); later calls trace again without creation.
                 return _Served(cf._call_flat(leaves))
+            self._concretes.remove(cf)   # the creating graph is never served: not a concrete function
             cf = self._trace(trace_key, values, leaves, _records.VARIABLE_LIFTING, (), allow_variables=False)
         self._cache[key] = cf
         if trace_key is not key:
@@ -723,8 +741,9 @@ class Function(direct_call.FunctionBase):
             function=self._qualname, function_id=self._id, source=_source_of(self._python_function),
             call_site=_call_site(), key=self._describe_key(key), trace_number=self.tracing_count,
             trace_seconds=elapsed, reason_kind=reason, changes=changes,
-            advice=_records.advice_for(changes, reason, self._qualname), graph_name=cf.name,
-            num_nodes=len(graph.nodes), calls_so_far=self._call_count)
+            advice=_records.advice_for(changes, reason, self._qualname, self._reduce_retracing),
+            graph_name=cf.name, num_nodes=len(graph.nodes), calls_so_far=self._call_count)
+        _records.track_calls(self)
         _records.registry.publish(record)
         return cf
 
@@ -735,7 +754,7 @@ class Function(direct_call.FunctionBase):
                 fn = autograph.convert(fn)
             except autograph_ops.ConversionError as e:
                 warnings.warn(f"AutoGraph could not convert {self._qualname}, so it runs as plain Python "
-                              f"while tracing (tensor `if`/loops will fail): {e}", stacklevel=4)
+                              f"while tracing (tensor `if`/loops will fail): {e}", stacklevel=_tb.user_stacklevel())
         return fn(*args, **kwargs)
 
     def _describe_key(self, key: Tuple) -> str:
@@ -811,7 +830,7 @@ class Function(direct_call.FunctionBase):
                 f"{_code_traces[code]} separate jf.function objects have traced {self._qualname}: the "
                 "function object is created again and again (e.g. jf.function(...) inside a loop), so "
                 "no graph is ever reused. Define the jf.function once and call it repeatedly.",
-                RetraceWarning, stacklevel=4)
+                RetraceWarning, stacklevel=_tb.user_stacklevel())
             return
         if self._warned:
             return
@@ -828,7 +847,7 @@ class Function(direct_call.FunctionBase):
             warnings.warn(
                 f"jf.function {self._qualname} traced {recent} times in its last "
                 f"{min(self._call_count, RETRACE_WARNING_WINDOW)} calls, which is expensive. Most "
-                f"frequent reason: {common or 'unknown'}. {advice}", RetraceWarning, stacklevel=4)
+                f"frequent reason: {common or 'unknown'}. {advice}", RetraceWarning, stacklevel=_tb.user_stacklevel())
 
 
 class _Served:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
@@ -71,8 +72,9 @@ class TraceRecord:
                 f"{self.trace_seconds * 1e3:.2f} ms")
 
 
-def advice_for(changes: Tuple[ArgChange, ...], reason_kind: str, function: str) -> str:
-    """A specific fix for the most telling change."""
+def advice_for(changes: Tuple[ArgChange, ...], reason_kind: str, function: str,
+               reduce_retracing: bool = False) -> str:
+    """A specific fix for the most telling change (never the option the function already uses)."""
     if reason_kind == NEW_FUNCTION_OBJECT:
         return (f"A new jf.function wrapping {function} is created each time (e.g. inside a loop or "
                 "another function), so nothing is reused. Define the jf.function once, at module "
@@ -87,9 +89,12 @@ def advice_for(changes: Tuple[ArgChange, ...], reason_kind: str, function: str) 
                 "key. Pass it as a tensor (jf.constant(...)) so one graph serves all values, or "
                 "fix the function's input_signature.")
     if kinds == {"shape"}:
-        dims = []
-        for c in changes:
-            dims.append(c.path)
+        dims = [c.path for c in changes]
+        if reduce_retracing:
+            return (f"The shape of {', '.join(dims)} changes between calls; reduce_retracing=True "
+                    "already relaxed the differing dimensions to None, so these shapes are now served "
+                    "by one graph. If retraces continue, the rank changes: pass an input_signature "
+                    "with the rank fixed, or keep the rank constant.")
         return (f"The shape of {', '.join(dims)} changes between calls. Use "
                 "jf.function(reduce_retracing=True), or an input_signature with None for the "
                 "dimensions that vary, e.g. jf.TensorSpec(shape=[None, ...]).")
@@ -108,13 +113,39 @@ def advice_for(changes: Tuple[ArgChange, ...], reason_kind: str, function: str) 
 
 
 class TraceRegistry:
-    """Keeps every record of this process and notifies subscribers (thread-safe)."""
+    """Keeps every record of this process and notifies subscribers (thread-safe).
+
+    Besides records it tells subscribers of `subscribe_compiles` when a traced graph has
+    been compiled (its compile time is known only then, often on a background thread)."""
 
     def __init__(self) -> None:
         self._records: List[TraceRecord] = []
         self._subscribers: Dict[int, Callable[[TraceRecord], None]] = {}
+        self._compile_subscribers: Dict[int, Callable[[str, float], None]] = {}
         self._lock = threading.Lock()
         self._next = 0
+
+    def compiled(self, graph_name: str, seconds: float) -> None:
+        """The graph `graph_name` compiled in `seconds`: update its records, tell subscribers."""
+        with self._lock:
+            for record in self._records:
+                if record.graph_name == graph_name:
+                    record.compile_seconds = seconds
+            subscribers = list(self._compile_subscribers.values())
+        for callback in subscribers:
+            callback(graph_name, seconds)
+
+    def subscribe_compiles(self, callback: Callable[[str, float], None]) -> Callable[[], None]:
+        """Call `callback(graph_name, compile_seconds)` after every compile; returns an unsubscribe function."""
+        with self._lock:
+            token = self._next
+            self._next += 1
+            self._compile_subscribers[token] = callback
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._compile_subscribers.pop(token, None)
+        return unsubscribe
 
     def publish(self, record: TraceRecord) -> None:
         with self._lock:
@@ -156,5 +187,26 @@ registry = TraceRegistry()
 subscribe = registry.subscribe
 records = registry.records
 clear = registry.clear
+
+
+# -- call counts, read lazily ---------------------------------------------------------------
+# Every jf.function counts its calls in one machine word (C's FunctionBase.call_count, or the
+# Python twin's `_call_count`): the direct path pays one increment and nothing else. Writers of
+# records read the counts when they write (see `call_counts`), not per call.
+_traced_functions: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary()
+_last_counts: Dict[int, int] = {}   # counts of functions since collected, kept for the record
+
+
+def track_calls(function: object) -> None:
+    """Remember `function` (a jf.Function that has traced) so `call_counts` can read it."""
+    _traced_functions[function.function_id] = function
+
+
+def call_counts() -> Dict[int, int]:
+    """Calls so far of every traced function, by `function_id` (cheap: one read per function)."""
+    for fid, fn in list(_traced_functions.items()):
+        _last_counts[fid] = int(getattr(fn, "_call_count", 0))
+    return dict(_last_counts)
+
 
 __all__ = ["TraceRecord", "records", "subscribe", "clear"]

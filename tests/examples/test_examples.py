@@ -18,6 +18,18 @@ def _run(script, tmp_path, *args):
     return proc.stdout
 
 
+def _panel_functions(logdir):
+    """What the jitflow panel shows for each run under `logdir`: run -> {function: summary}."""
+    from jitflow.webui import create_app
+    client = create_app(str(logdir)).test_client()
+    out = {}
+    for run in client.get("/api/runs").get_json()["runs"]:
+        data = client.get(run["links"]["functions"].replace("/runs/", "/api/runs/", 1)).get_json()
+        assert data["errors"] == []
+        out[run["run"]] = {f["function"]: f for f in data["functions"]}
+    return out
+
+
 def _tags(logdir):
     acc = pea.EventAccumulator(str(logdir), size_guidance={"tensors": 0})
     acc.Reload()
@@ -50,6 +62,9 @@ def test_module_and_trace_writes_graph_step_stats_and_profile(tmp_path):
     assert acc.PluginTagToContent("graph_run_metadata") == {"demomodule": b"1"}
     assert glob.glob(os.path.join(run, "plugins", "profile", "*", "*.xplane.pb"))
     assert glob.glob(os.path.join(run, "plugins", "profile", "*", "*.trace.json.gz"))
+    # traced before the writer was the default: the record still reaches the panel
+    (fns,) = _panel_functions(tmp_path / "runs" / "module_and_trace").values()
+    assert fns["DemoModule.addprint"]["traces"] >= 1
 
 
 def test_tensorboard_training_converges_and_logs(tmp_path):
@@ -60,6 +75,11 @@ def test_tensorboard_training_converges_and_logs(tmp_path):
     assert [e.step for e in acc.Tensors("MyScalar")][:3] == [0, 1, 2]
     assert "model_trace" in acc.Tags()["tensors"]
     assert acc.Tensors("w")
+    # the first trace happens before any writer is the default; the panel still shows it, and
+    # counts every call
+    fns = _panel_functions(tmp_path / "runs" / "tensorboard_training")["."]
+    step = fns["main.<locals>.train_step"]
+    assert step["traces"] >= 1 and step["calls"] == 60
 
 
 def test_readme_quick_start_runs_as_documented(tmp_path):

@@ -244,7 +244,7 @@ def test_export_resets_and_a_second_export_warns(tmp_path):
         second_fn(x)
         assert jf.summary.trace_export("fresh", step=2)
     writer.close()
-    assert sorted(tensor_tags(str(tmp_path))) == ["fresh", "one"]
+    assert sorted(_exported(str(tmp_path))) == ["fresh", "one"]
     meta, _, _ = read_tag(str(tmp_path), "fresh")
     (graph,) = [fg.pre_optimization_graph for fg in meta.function_graphs]
     assert any(n.name == "second/Sin" for n in graph.node)
@@ -290,7 +290,13 @@ def test_tracing_off_records_nothing_and_takes_no_timed_path(tmp_path, monkeypat
     assert calls == {"run_timed": 1, "run_eager_op": 1}
     with writer.as_default(), pytest.warns(UserWarning, match="trace_on"):
         assert jf.summary.trace_export("off", step=0) is False
-    assert tensor_tags(str(tmp_path)) == [] and profile_runs(str(tmp_path)) == []
+    # (trace records of functions traced before the writer was the default do arrive: issue 14)
+    assert _exported(str(tmp_path)) == [] and profile_runs(str(tmp_path)) == []
+
+
+def _exported(logdir: str) -> list:
+    """Tensor tags other than the trace records every jf.function trace writes (jitflow/...)."""
+    return [t for t in tensor_tags(logdir) if not t.startswith("jitflow/")]
 
 
 # -- bad input ------------------------------------------------------------------------------------
@@ -317,7 +323,7 @@ def test_unwritable_profiler_outdir_is_a_clear_error(tmp_path, placement):
     message = str(info.value)
     assert "profiler_outdir" in message and bad in message
     writer.close()
-    assert tensor_tags(logdir) == []  # the error came before anything was written
+    assert _exported(logdir) == []  # the error came before anything was exported
     assert not blocker.is_dir() and blocker.read_text() == "not a directory"
 
 

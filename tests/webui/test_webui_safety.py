@@ -102,14 +102,14 @@ def test_request_values_are_escaped_when_echoed(client, url):
 
 def test_loopback_panels_reject_foreign_host_headers(logdir):
     # DNS rebinding: a page on evil.example resolving to 127.0.0.1 must not read the panel.
-    from jitflow.webui.server import trusted_hosts
-    client = create_app(logdir, {"TRUSTED_HOSTS": trusted_hosts("127.0.0.1")}).test_client()
-    for host in ("127.0.0.1:6007", "localhost:6007", "localhost"):
+    from jitflow.webui.server import allowed_hosts
+    client = create_app(logdir, {"ALLOWED_HOSTS": allowed_hosts("127.0.0.1")}).test_client()
+    for host in ("127.0.0.1:6007", "localhost:6007", "localhost", "[::1]:6007", "127.0.0.2"):
         assert client.get("/api/runs", headers={"Host": host}).status_code == 200, host
-    for host in ("evil.example", "evil.example:6007", "127.0.0.1.evil.example", "[::1]:6007"):
+    for host in ("evil.example", "evil.example:6007", "127.0.0.1.evil.example", "localhost.evil.example",
+                 "[::1", "127.0.0.1:99999", ""):
         assert client.get("/api/runs", headers={"Host": host}).status_code == 400, host
         assert client.get("/static/style.css", headers={"Host": host}).status_code == 400, host
-    assert trusted_hosts("0.0.0.0") is None                       # --host 0.0.0.0: any name
 
 
 def test_security_headers(client):

@@ -144,14 +144,13 @@ def test_version_and_no_command(capsys):
     assert "panel" in capsys.readouterr().err
 
 
-def test_panel_reports_a_busy_port(tmp_path, capsys):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(1)
-        port = sock.getsockname()[1]
-        code = cli.main(["panel", "--logdir", str(tmp_path), "--port", str(port), "--no-tensorboard"])
+def test_panel_reports_when_no_port_is_free(tmp_path, capsys, monkeypatch):
+    from jitflow.webui import server
+    monkeypatch.setattr(server, "port_is_free", lambda host, port: False)
+    code = cli.main(["panel", "--logdir", str(tmp_path), "--port", "6007", "--no-tensorboard"])
     assert code == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "cannot listen for the panel on 127.0.0.1: no free port on 127.0.0.1 in 6007..6026" in err
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
