@@ -59,7 +59,8 @@ class JitflowPlugin(base_plugin.TBPlugin):
 
     def _panel(self):
         if self._app is None:
-            from . import create_app, hosts
+            from . import hosts  # lazy: the Flask panel loads only when the jitflow tab is opened
+            from .app import create_app  # lazy: the Flask panel loads only when the jitflow tab is opened
             self._app = _Mounted(create_app(self._logdir, {
                 "TENSORBOARD_PORT": None, "ALLOWED_HOSTS": hosts.allowed_names(self._bind_host)}))
         return self._app
@@ -86,7 +87,7 @@ class JitflowPlugin(base_plugin.TBPlugin):
         # Asked only when TensorBoard's data provider did not already find trace data.
         if not self._logdir:
             return False
-        from .logdir import Logdir
+        from .logdir import Logdir  # lazy: TensorBoard loads every plugin at start; read the logdir on demand
         try:
             return any(run.records or run.profiles for run in Logdir(self._logdir).runs())
         except OSError:

@@ -18,6 +18,8 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from . import hosts
 
+from .app import create_app
+
 DEFAULT_HOST = "127.0.0.1"   # never all interfaces unless asked
 
 
@@ -138,7 +140,6 @@ def serve_in_background(logdir: str | os.PathLike, port: int = 0, host: str = DE
         200
         >>> panel.stop()
     """
-    from . import create_app
     config.setdefault("ALLOWED_HOSTS", allowed_hosts(host))
     return PanelServer(create_app(logdir, config), host=host, port=port).start()
 
