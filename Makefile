@@ -20,11 +20,11 @@ $(PY):
 	$(PIP) install --upgrade pip setuptools wheel
 
 # Stamps re-install only when pyproject.toml or the C accelerator changes.
-$(VENV)/.installed: pyproject.toml runtime/execution/_direct.c | $(PY)
+$(VENV)/.installed: pyproject.toml setup.py runtime/execution/_direct.c | $(PY)
 	$(PIP) install -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml runtime/execution/_direct.c | $(PY)
+$(VENV)/.installed-test: pyproject.toml setup.py runtime/execution/_direct.c | $(PY)
 	$(PIP) install -e '.[test,dev]'
 	touch $(VENV)/.installed $@
 
@@ -49,7 +49,7 @@ $(PY_TF):
 	$(PYTHON) -m venv $(VENV_TF)
 	$(PY_TF) -m pip --disable-pip-version-check -q install --upgrade pip setuptools wheel
 
-$(VENV_TF)/.installed: pyproject.toml runtime/execution/_direct.c | $(PY_TF)
+$(VENV_TF)/.installed: pyproject.toml setup.py runtime/execution/_direct.c | $(PY_TF)
 	$(PY_TF) -m pip --disable-pip-version-check -q install -e '.[test]' tensorflow-cpu
 	touch $@
 

@@ -14,11 +14,22 @@ but are not `jf.<name>`.
 """
 from jitflow import runtime as _runtime
 from jitflow.runtime import *  # noqa: F401,F403 - the runtime's __all__
-from jitflow import autograph, config, initializers, losses, math, nn, optimizers, random, train  # noqa: E402
-from jitflow import debugging, summary  # noqa: E402
+
+# The public submodules (`jf.math`, ...): `import x as x` marks each as re-exported.
+from jitflow import autograph as autograph
+from jitflow import config as config
+from jitflow import debugging as debugging
+from jitflow import initializers as initializers
+from jitflow import losses as losses
+from jitflow import math as math
+from jitflow import nn as nn
+from jitflow import optimizers as optimizers
+from jitflow import random as random
+from jitflow import summary as summary
+from jitflow import train as train
 from jitflow import tracer as _tracer
 from jitflow.runtime.core import traceback_filter as _traceback_filter
-from jitflow.tracer import profiler  # noqa: E402
+from jitflow.tracer import profiler as profiler
 
 # Frames in the parts above the runtime are jitflow's too: filtered out of user tracebacks.
 for _part in (_tracer, summary):
