@@ -29,7 +29,8 @@ from jitflow.summary import bucketing, context, imaging, in_graph, protos, wire
 from jitflow.summary.event_file import EventFileWriter
 from jitflow.summary.graphs import _graph_def_of
 from jitflow.summary.png import encode_png
-from jitflow.summary.values import as_float, as_numpy, as_step, as_strings, clean_tag, describe
+from jitflow.summary.values import (as_float, as_numpy, as_step, as_strings, check_int_fits_float,
+                                    clean_tag, describe)
 
 _tls = context.tls
 _UNSET = context._UNSET
@@ -177,7 +178,11 @@ class SummaryFileWriter:
             data = as_float(data, "data")
         if type(step) is not int or not 0 <= step < 2097152:
             step = as_step(step)  # converts, or checks the int64 range
-        self._add(_fast_scalar_event(entry, data, step, _now()))
+        try:
+            self._add(_fast_scalar_event(entry, data, step, _now()))
+        except OverflowError:  # a Python int beyond float64 (10**400): say so, write nothing
+            check_int_fits_float(data, "data")
+            raise
         return True
 
     def _write_event(self, event: Any) -> bool:
