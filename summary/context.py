@@ -14,6 +14,8 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterator, Union
 
+from jitflow.runtime.context import _state as _rt_state
+
 _UNSET: Any = object()  # "this thread has no step of its own"
 
 Condition = Union[bool, Callable[[], Any], Any]
@@ -24,6 +26,12 @@ class _ThreadState(threading.local):
     writer: Any = None  # innermost `as_default` writer of this thread
     step: Any = _UNSET  # this thread's step, or _UNSET to use the global one
     record: Condition = True  # innermost record_if condition
+    # Whether the innermost writer scope / record_if was entered while a
+    # jf.function was being traced: summary ops traced inside then capture that
+    # writer / condition (as TF captures the writer resource), because the block
+    # is long gone when the graph runs.
+    writer_traced: bool = False
+    record_traced: bool = False
 
 
 tls = _ThreadState()
@@ -49,14 +57,15 @@ def set_global_writer(writer: Any, step: Any = None) -> None:
 @contextlib.contextmanager
 def writer_scope(writer: Any, step: Any = None) -> Iterator[None]:
     """Make `writer` (and `step`, when given) this thread's default inside."""
-    old_writer, old_step = tls.writer, tls.step
+    old_writer, old_step, old_traced = tls.writer, tls.step, tls.writer_traced
     tls.writer = writer
+    tls.writer_traced = _rt_state.graph is not None
     if step is not None:
         tls.step = step
     try:
         yield
     finally:
-        tls.writer, tls.step = old_writer, old_step
+        tls.writer, tls.step, tls.writer_traced = old_writer, old_step, old_traced
 
 
 def get_step() -> Any:
@@ -104,9 +113,10 @@ def record_if(condition: Condition) -> Iterator[None]:
     """
     if not (isinstance(condition, bool) or callable(condition) or hasattr(condition, "__bool__")):
         raise TypeError(f"record_if expects a bool or a zero-argument callable, got {condition!r}")
-    old = tls.record
+    old, old_traced = tls.record, tls.record_traced
     tls.record = condition
+    tls.record_traced = _rt_state.graph is not None
     try:
         yield
     finally:
-        tls.record = old
+        tls.record, tls.record_traced = old, old_traced

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from jitflow.runtime.tensor import SymbolicTensor
+
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w\.]")
 _WIDEN_TO_FLOAT32 = {"torch.bfloat16", "bfloat16"}
@@ -102,6 +104,18 @@ def as_step(step: Any, name: str = "step") -> int:
                 raise TypeError(f"{name}: expected an integer, got {describe(step)}") from None
     if not _INT64_MIN <= step <= _INT64_MAX:
         raise ValueError(f"{name}: expected a value that fits in int64, got {step}")
+    return step
+
+
+def check_default_step(step: Any, name: str = "step") -> Any:
+    """A default step for `as_default(step=...)` / `set_step`: an int-like value
+    checked now, or, inside a `jf.function` trace, an integer symbolic tensor
+    (read when the summary ops run)."""
+    if isinstance(step, SymbolicTensor):
+        if not step.dtype.is_integer:
+            raise TypeError(f"{name}: expected an integer tensor, got {step.dtype.name} tensor {step.name}")
+        return step
+    as_step(step, name)
     return step
 
 

@@ -24,12 +24,17 @@ from typing import Any, Iterator
 from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import summary_pb2
 
+import numpy as np
+
 from jitflow.runtime.context import _state as _rt_state
+from jitflow.runtime.context import name_scope
 from jitflow.summary import bucketing, context, imaging, in_graph, protos, wire
 from jitflow.summary.event_file import EventFileWriter
 from jitflow.summary.graphs import _graph_def_of
+from jitflow.summary.plugins import media
 from jitflow.summary.png import encode_png
-from jitflow.summary.values import (as_float, as_numpy, as_step, as_strings, check_int_fits_float,
+from jitflow.summary.values import (as_float, as_numpy, as_step, as_strings, check_default_step,
+                                    check_int_fits_float,
                                     clean_tag, describe)
 
 _tls = context.tls
@@ -134,7 +139,7 @@ class SummaryFileWriter:
         calls in this thread inside the block; flushes on normal exit, as TF does."""
         self._check_open()
         if step is not None:
-            as_step(step)  # fail now, not at the first summary call
+            check_default_step(step)  # fail now, not at the first summary call
         return self._scope(step)
 
     @contextlib.contextmanager
@@ -299,14 +304,16 @@ def histogram(name: str, data: Any, step: Any = None, buckets: int | None = None
     """
     if _rt_state.graph is not None:
         return in_graph.summary_op("histogram", _scoped(name), data, step, buckets=buckets, description=description)
-    target = _target(name, step, description)
-    if target is None:
-        return False
-    w, step, tag = target
     if buckets is None:
         buckets = bucketing.DEFAULT_BUCKET_COUNT
     elif isinstance(buckets, bool) or not hasattr(buckets, "__index__"):
         raise TypeError(f"buckets: expected an int, got {describe(buckets)}")
+    elif int(buckets) < 0:
+        raise ValueError(f"buckets: expected an int >= 0, got {int(buckets)}")
+    target = _target(name, step, description)
+    if target is None:
+        return False
+    w, step, tag = target
     a = as_numpy(data, "data")
     if a.dtype.kind not in "biuf":
         raise TypeError(f"data: expected real numbers, got {describe(a)}")
@@ -356,6 +363,95 @@ def image(name: str, data: Any, step: Any = None, max_outputs: int = 3,
     pngs = [encode_png(img) for img in images[:int(max_outputs)]]
     return w._write_event(protos.image_event(tag, images.shape[2], images.shape[1], pngs,
                                              step, _now(), description))
+
+
+def audio(name: str, data: Any, sample_rate: Any, step: Any = None, max_outputs: int = 3,
+          encoding: str | None = None, description: str | None = None) -> bool:
+    """Write up to `max_outputs` clips of a [k, frames, channels] batch of float
+    samples in [-1, 1] as 16-bit WAV (`audio` plugin, a [k, 2] string tensor of
+    (wav, label) as TF writes).
+
+    Example:
+        >>> import numpy as np, tempfile, jitflow.summary as s
+        >>> tone = np.sin(np.arange(8000) / 10.0).reshape(1, -1, 1)
+        >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
+        ...     s.audio("tone", tone, sample_rate=8000, step=0)
+        True
+    """
+    if _rt_state.graph is not None:
+        return in_graph.summary_op("audio", _scoped(name), data, step, sample_rate=sample_rate,
+                                   max_outputs=max_outputs, encoding=encoding, description=description)
+    if encoding not in (None, "wav"):
+        raise ValueError(f"encoding: expected 'wav' or None, got {encoding!r}")
+    if isinstance(max_outputs, bool) or not hasattr(max_outputs, "__index__") or int(max_outputs) < 0:
+        raise ValueError(f"max_outputs: expected an int >= 0, got {describe(max_outputs)}")
+    rate = media.check_sample_rate(as_float(sample_rate, "sample_rate"))
+    a = as_numpy(data, "data")
+    if a.ndim != 3:
+        raise ValueError(f"data: expected a rank-3 [k, frames, channels] batch, got {describe(a)}")
+    target = _target(name, step, description)
+    if target is None:
+        return False
+    w, step, tag = target
+    clips = [media.encode_wav(media.audio_samples(clip, "data"), rate) for clip in a[:int(max_outputs)]]
+    return w._write_event(protos.audio_event(tag, clips, step, _now(), description))
+
+
+def write_raw_pb(tensor: Any, step: Any = None, name: str | None = None) -> bool:
+    """Write a serialized `Summary` proto (bytes, or a list of them) as it is,
+    each at `step` (TF's `tf.summary.experimental.write_raw_pb`).
+
+    Example:
+        >>> import tempfile, jitflow.summary as s
+        >>> from tensorboard.compat.proto import summary_pb2
+        >>> pb = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="x", simple_value=1.0)])
+        >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
+        ...     s.write_raw_pb(pb.SerializeToString(), step=0)
+        True
+    """
+    if _rt_state.graph is not None:
+        return in_graph.summary_op("write_raw_pb", name or "raw_pb", tensor, step)
+    a = as_numpy(tensor, "tensor") if not isinstance(tensor, (bytes, bytearray)) else np.array(bytes(tensor), object)
+    if a.dtype.kind not in "SO":
+        raise TypeError(f"tensor: expected serialized Summary protos (bytes), got {describe(a)}")
+    summaries = []
+    for i, raw in enumerate(a.reshape(-1).tolist()):
+        try:
+            summaries.append(summary_pb2.Summary.FromString(bytes(raw)))
+        except (DecodeError, TypeError) as e:
+            raise ValueError(f"tensor: element {i} does not parse as a serialized Summary proto ({e})") from None
+    target = _resolve(step)
+    if target is None:
+        return False
+    w, step = target
+    for summary in summaries:
+        w._write_event(protos.event(_now(), step, summary=summary))
+    return True
+
+
+@contextlib.contextmanager
+def summary_scope(name: str | None, default_name: str | None = None,
+                  values: Any = None) -> Iterator[tuple[str, str]]:
+    """A name scope for writing a summary: yields `(tag, scope)`, the tag being
+    the current scope prefix plus `name` (or `default_name`), as in TF.
+
+    Example:
+        >>> import jitflow.summary as s
+        >>> with s.summary_scope("loss") as (tag, scope):
+        ...     tag, scope
+        ('loss', 'loss/')
+    """
+    name = name or default_name
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name: expected a non-empty str (or a default_name), got {name!r}")
+    tag = clean_tag(_scoped(name))
+    with name_scope(clean_tag(name)) as scope:
+        yield tag, scope
+
+
+def has_default_writer() -> bool:
+    """Whether a default writer is set here (`as_default` / `set_as_default`)."""
+    return context.default_writer() is not None
 
 
 def graph(graph_data: Any) -> bool:
