@@ -486,10 +486,11 @@ def write(tag: str, tensor: Any, step: Any = None, metadata: Any = None, name: s
         ...     s.write("raw", np.arange(3.0), step=0)
         True
     """
+    # As in TF, `tag` is used as given (not prefixed by the name scope): it usually
+    # comes from `summary_scope`, which has applied the scope already.
     if _rt_state.graph is not None:
         data = tensor() if callable(tensor) else tensor
-        return in_graph.summary_op("write", _scoped(tag), data, step, metadata=metadata)
-    tag = _scoped(tag)
+        return in_graph.summary_op("write", tag, data, step, metadata=metadata)
     target = _resolve(step)
     if target is None:
         return False
