@@ -215,14 +215,17 @@ class NoopSummaryWriter:
         pass
 
 
-def create_file_writer(logdir: str | os.PathLike | None, max_queue: int = 10,
-                       flush_millis: float = 120000, filename_suffix: str = ".v2",
-                       name: str | None = None) -> SummaryFileWriter | NoopSummaryWriter:
+def create_file_writer(logdir: str | os.PathLike | None, max_queue: int | None = 10,
+                       flush_millis: float | None = 120000, filename_suffix: str | None = ".v2",
+                       name: str | None = None, experimental_trackable: bool = False,
+                       experimental_mesh: Any = None) -> SummaryFileWriter | NoopSummaryWriter:
     """A summary writer for `logdir` (created if missing; local path or fsspec URL).
 
     At most `max_queue` summaries wait in memory before they go to the writer
     thread; pending ones are written at least every `flush_millis`. As in TF,
-    `logdir=None` gives a no-op writer.
+    `logdir=None` gives a no-op writer and None for the other arguments means
+    their defaults. `experimental_trackable` is accepted (jitflow writers hold
+    no graph resource to track); `experimental_mesh` (DTensor) must be None.
 
     Example:
         >>> import tempfile, jitflow.summary as s
@@ -232,9 +235,15 @@ def create_file_writer(logdir: str | os.PathLike | None, max_queue: int = 10,
         True
         >>> w.close()
     """
+    if experimental_mesh is not None:
+        raise ValueError(f"experimental_mesh: jitflow has no DTensor meshes; expected None, got {describe(experimental_mesh)}")
+    if not isinstance(experimental_trackable, bool):
+        raise TypeError(f"experimental_trackable: expected a bool, got {describe(experimental_trackable)}")
     if logdir is None:
         return NoopSummaryWriter()
-    return SummaryFileWriter(logdir, max_queue, flush_millis, filename_suffix, name)
+    return SummaryFileWriter(logdir, 10 if max_queue is None else max_queue,
+                             120000 if flush_millis is None else flush_millis,
+                             ".v2" if filename_suffix is None else filename_suffix, name)
 
 
 def create_noop_writer() -> NoopSummaryWriter:

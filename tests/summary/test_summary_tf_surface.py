@@ -96,3 +96,15 @@ def test_hparams_api_config_and_sessions(tmp_path):
     assert ssi.hparams["optimizer"].string_value == "sgd" and ssi.hparams["lr"].number_value == 0.05
     assert ssi.group_name  # TensorBoard groups sessions by this name
     assert exp.hparam_infos[1].type in (api_pb2.DATA_TYPE_UNSET, api_pb2.DATA_TYPE_STRING)
+
+
+def test_create_file_writer_takes_all_of_tfs_arguments(tmp_path):
+    w = s.create_file_writer(str(tmp_path), max_queue=None, flush_millis=None, filename_suffix=None,
+                             name="w", experimental_trackable=True)
+    assert w.path.endswith(".v2")
+    with w.as_default(step=0):
+        assert s.scalar("x", 1.0)
+    w.close()
+    with pytest.raises(ValueError, match="experimental_mesh"):
+        s.create_file_writer(str(tmp_path), experimental_mesh=object())
+    assert float(tensor_util.make_ndarray(accumulate(tmp_path).Tensors("x")[0].tensor_proto)) == 1.0
