@@ -145,10 +145,13 @@ def image_event(tag: str, width: int, height: int, pngs: Sequence[bytes], step: 
 
 def audio_event(tag: str, wavs: Sequence[bytes], step: int, wall_time: float,
                 description: str | None = None) -> event_pb2.Event:
-    """TF2 audio: [k, 2] string tensor of (WAV bytes, label), plugin `audio`."""
+    """TF2 audio: [k, 2] string tensor of (WAV bytes, label), plugin `audio`.
+
+    Written exactly as TF writes it, without a data class: TensorBoard's loader
+    then projects out the labels and marks it a blob sequence (setting the data
+    class here would skip that, and the dashboard would take labels for clips)."""
     md = audio_md.create_summary_metadata(display_name=None, description=description,
                                           encoding=audio_md.Encoding.Value("WAV"))
-    md.data_class = summary_pb2.DATA_CLASS_BLOB_SEQUENCE
     strings = [b for wav in wavs for b in (wav, b"")]
     return summary_event(tag, string_tensor(strings, (len(wavs), 2)), md, step, wall_time)
 
