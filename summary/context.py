@@ -15,6 +15,7 @@ import threading
 from typing import Any, Callable, Iterator, Union
 
 from jitflow.runtime.context import _state as _rt_state
+from jitflow.runtime.tensor import SymbolicTensor
 
 _UNSET: Any = object()  # "this thread has no step of its own"
 
@@ -69,9 +70,17 @@ def writer_scope(writer: Any, step: Any = None) -> Iterator[None]:
 
 
 def get_step() -> Any:
-    """The default step: this thread's, else the process-wide one, else None."""
+    """The default step: this thread's, else the process-wide one, else None.
+
+    A symbolic step set inside a `jf.function` (`set_step(t)`) only means
+    something while that function is traced (its summary ops take it as an
+    input); anywhere else it counts as no step, so later calls ask for one
+    instead of failing on a dead tensor."""
     s = tls.step
-    return global_step if s is _UNSET else s
+    s = global_step if s is _UNSET else s
+    if s is not None and type(s) is SymbolicTensor and s.graph is not _rt_state.graph:
+        return None
+    return s
 
 
 def set_step(step: Any) -> None:

@@ -16,7 +16,9 @@ from tensorboard.compat.proto import summary_pb2
 
 from jitflow.runtime import trace_records as _records
 from jitflow.runtime.context import init_scope
+from jitflow.runtime.tensor import SymbolicTensor
 from jitflow.summary import context, protos
+from jitflow.summary.values import as_step
 
 PLUGIN_NAME = "jitflow_trace"
 TEXT_TAG = "jitflow/retraces"
@@ -45,7 +47,8 @@ def write_record(record: _records.TraceRecord) -> bool:
     if writer is None or not context.recording():
         return False
     step = context.get_step()
-    step = record.trace_number if step is None else int(step)
+    # A step set inside a function being traced is symbolic: it has no value yet.
+    step = record.trace_number if step is None or isinstance(step, SymbolicTensor) else as_step(step)
     payload = json.dumps(record.to_dict(), default=str).encode("utf-8")
     wall = _now()
     # Function names like `train.<locals>.step` hold characters tags may not: clean them

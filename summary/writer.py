@@ -28,6 +28,7 @@ import numpy as np
 
 from jitflow.runtime.context import _state as _rt_state
 from jitflow.runtime.context import name_scope
+from jitflow.runtime.tensor import SymbolicTensor
 from jitflow.summary import bucketing, context, imaging, in_graph, protos, wire
 from jitflow.summary.event_file import EventFileWriter
 from jitflow.summary.graphs import _graph_def_of
@@ -295,8 +296,10 @@ def scalar(name: str, data: Any, step: Any = None, description: str | None = Non
         step = tls.step
         if step is _UNSET:
             step = context.global_step
-        if step is None:
-            raise _no_step_error()
+        if step is None or type(step) is SymbolicTensor:  # rare: let get_step judge a symbolic step
+            step = context.get_step()
+            if step is None:
+                raise _no_step_error()
     return w._scalar(name, data, step, description)
 
 

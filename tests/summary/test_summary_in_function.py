@@ -127,3 +127,25 @@ def test_audio_and_raw_pb_in_a_function(tmp_path):
     acc.Reload()
     assert acc.SummaryMetadata("clip").plugin_data.plugin_name == "audio"
     assert acc.Tensors("clip")[0].step == 2 and acc.Tensors("pb")[0].step == 2
+
+
+def test_a_symbolic_step_set_inside_a_function_does_not_leak_out(tmp_path):
+    writer = s.create_file_writer(str(tmp_path))
+
+    @jf.function
+    def f(x, step):
+        s.experimental.set_step(step)  # thread-local: the writer block below is open
+        s.scalar("v", x)  # the trace record is written when tracing ends, with this step symbolic
+        return x
+
+    with writer.as_default():
+        f(jf.constant(1.0), jf.constant(3, jf.int64))
+        f(jf.constant(2.0), jf.constant(4, jf.int64))
+        with pytest.raises(ValueError, match="no step given"):
+            s.scalar("eager", 1.0)  # the symbolic step means nothing out here
+        assert s.scalar("eager", 1.0, step=9)
+    writer.close()
+    acc = pea.EventAccumulator(str(tmp_path), size_guidance={"tensors": 0})
+    acc.Reload()
+    assert [(e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in acc.Tensors("v")] == [(3, 1.0), (4, 2.0)]
+    assert any(t.startswith("jitflow/trace/") for t in acc.Tags()["tensors"])
