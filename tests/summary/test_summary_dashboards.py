@@ -296,3 +296,19 @@ def test_torch_tensors_and_modules(tmp_path):
     acc = accumulate(tmp_path)
     assert float(_tensor(acc, "bf16")) == 1.5
     assert acc.Graph().node
+
+
+def test_jitflow_tensors_and_numpy_scalars_as_inputs(tmp_path):
+    with s.SummaryWriter(str(tmp_path)) as w:
+        w.add_scalar("jf_scalar", jf.constant(2.5), jf.constant(3, jf.int64))
+        w.add_scalar("np_scalar", np.float16(0.5), np.int32(4))
+        w.add_histogram("jf_hist", jf.constant([1.0, 2.0, 2.0, 3.0]), 1, bins="auto")
+        w.add_image("jf_img", jf.ones([3, 4, 4]), 1)
+        w.add_pr_curve("jf_pr", jf.constant([True, False, True]), jf.constant([0.9, 0.2, 0.6]), 1)
+        w.add_embedding(jf.ones([3, 2]), metadata=["a", "b", "c"], tag="jf_emb")
+    acc = accumulate(tmp_path)
+    assert (acc.Tensors("jf_scalar")[0].step, float(_tensor(acc, "jf_scalar"))) == (3, 2.5)
+    assert (acc.Tensors("np_scalar")[0].step, float(_tensor(acc, "np_scalar"))) == (4, 0.5)
+    assert _tensor(acc, "jf_hist")[:, 2].sum() == 4
+    assert np.asarray(Image.open(io.BytesIO(_tensor(acc, "jf_img")[2]))).min() == 255
+    assert _tensor(acc, "jf_pr")[0, 0] == 2  # two true positives at threshold 0
