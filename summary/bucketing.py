@@ -71,7 +71,8 @@ def torch_default_bins() -> list[float]:
     return [-b for b in reversed(pos)] + [0.0] + pos
 
 
-_TORCH_BINS: list[float] = torch_default_bins()
+# An array, not a list: numpy.histogram would convert a 1,549-element list on every call.
+_TORCH_BINS: np.ndarray = np.asarray(torch_default_bins())
 
 
 def torch_histogram(values: np.ndarray, bins: Any = "tensorflow", max_bins: int | None = None) -> dict:
