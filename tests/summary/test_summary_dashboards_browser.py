@@ -87,6 +87,13 @@ def test_hparams_dashboard_lists_both_trials(page):
         page.get_by_text(text, exact=True).first.wait_for()
     page.get_by_text("hparam/accuracy").first.wait_for()
     _shot(page, "hparams")
+    page.get_by_text("PARALLEL COORDINATES VIEW").first.click()
+    lines = page.locator("svg .foreground path")
+    page.locator("svg g.axis").nth(2).wait_for()  # learning_rate, optimizer, hparam/accuracy
+    axis_text = page.locator("svg g.axis text").all_text_contents()
+    assert {"learning_rate", "adam", "sgd"} <= set(axis_text), axis_text
+    assert lines.count() == 2  # one polyline per trial
+    _shot(page, "hparams_parallel_coordinates")
 
 
 def test_projector_loads_points_labels_and_sprites(page):
