@@ -226,4 +226,10 @@ def test_video(tmp_path):
     a, b = (_arr(accumulate(tmp_path / sub), "clip") for sub in ["tbx", "jf"])
     assert a[:2].tolist() == b[:2].tolist()
     ga, gb = Image.open(io.BytesIO(a[2])), Image.open(io.BytesIO(b[2]))
-    assert ga.n_frames == gb.n_frames == 4 and ga.size == gb.size
+    assert ga.n_frames == gb.n_frames == 4 and ga.size == gb.size == (32, 8)  # 3 videos padded to 4 cells in a row
+    for t in range(4):  # both quantize to a 256-colour palette per frame: close, not identical
+        ga.seek(t)
+        gb.seek(t)
+        fa, fb = (np.asarray(g.convert("RGB"), dtype=float) for g in (ga, gb))
+        assert np.abs(fa - fb).mean() < 8, t
+        np.testing.assert_array_equal(fb[:, 24:], 0)  # the empty fourth cell
