@@ -92,6 +92,9 @@ def _write_text(path: str, lines: list[str]) -> None:
 
 def write_embedding(log_dir: str, mat: Any, metadata: Any, label_img: Any, step: int, tag: str,
                     metadata_header: Sequence[str] | None) -> projector_config_pb2.EmbeddingInfo:
+    if "://" in log_dir:
+        raise ValueError(f"add_embedding: the projector files are written to a local directory; "
+                         f"log_dir {log_dir!r} is a URL")
     m = as_numpy(mat, "mat")
     if m.ndim != 2 or m.dtype.kind not in "biuf" or m.shape[0] == 0:
         raise ValueError(f"mat: expected a non-empty [N, D] numeric matrix (one row per point), got {describe(m)}")
