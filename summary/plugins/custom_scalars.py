@@ -20,7 +20,7 @@ CONFIG_TAG = cs_md.CONFIG_SUMMARY_TAG
 
 
 def _tags(value: Any, where: str) -> list[str]:
-    if isinstance(value, str) or not all(isinstance(t, str) for t in value):
+    if not isinstance(value, (list, tuple)) or not all(isinstance(t, str) for t in value):
         raise TypeError(f"{where}: expected a list of tag strings, got {describe(value)}")
     return list(value)
 

@@ -108,10 +108,11 @@ def encode_gif(frames: np.ndarray, fps: float) -> bytes:
     RGB frames get an adaptive 256-colour palette each; alpha is dropped)."""
     from PIL import Image
     c = frames.shape[3]
+    # uint8 arrays of shape (H, W) and (H, W, 3) open as modes L and RGB.
     if c == 1:
-        images = [Image.fromarray(f[:, :, 0], "L") for f in frames]
+        images = [Image.fromarray(np.ascontiguousarray(f[:, :, 0])) for f in frames]
     else:
-        images = [Image.fromarray(np.ascontiguousarray(f[:, :, :3]), "RGB") for f in frames]
+        images = [Image.fromarray(np.ascontiguousarray(f[:, :, :3])) for f in frames]
     with io.BytesIO() as out:
         images[0].save(out, format="GIF", save_all=True, append_images=images[1:],
                        duration=max(1, int(round(1000.0 / fps))), loop=0, optimize=False)
@@ -133,6 +134,8 @@ def video_value(tag: str, frames: np.ndarray, fps: float) -> summary_pb2.Summary
 
 # --- images with boxes ------------------------------------------------------------------
 
+_MAX_PIXELS = 1 << 26  # 8192 x 8192: TensorBoard's image dashboard is not for larger
+
 def draw_boxes(hwc: np.ndarray, boxes: Any, labels: Sequence[str] | None, rescale: float) -> np.ndarray:
     """`hwc` (uint8) scaled by `rescale` with red [xmin, ymin, xmax, ymax] boxes
     (in the original image's pixels) and their labels drawn on it."""
@@ -148,6 +151,10 @@ def draw_boxes(hwc: np.ndarray, boxes: Any, labels: Sequence[str] | None, rescal
             raise ValueError(f"labels: expected one str per box ({b.shape[0]}), got {labels!r}")
     img = Image.fromarray(hwc)
     if rescale != 1:
+        size = int(hwc.shape[1] * rescale) * int(hwc.shape[0] * rescale)
+        if size > _MAX_PIXELS:
+            raise ValueError(f"rescale: a {hwc.shape[1]}x{hwc.shape[0]} image scaled by {rescale} would have "
+                             f"{size:,} pixels; at most {_MAX_PIXELS:,} are written")
         img = img.resize((max(1, int(hwc.shape[1] * rescale)), max(1, int(hwc.shape[0] * rescale))),
                          Image.Resampling.LANCZOS)
     draw = ImageDraw.Draw(img)

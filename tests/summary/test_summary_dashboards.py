@@ -81,6 +81,8 @@ def test_image_with_boxes_draws_red_boxes_and_labels(tmp_path):
             w.add_image_with_boxes("det", img, [[1, 1, 2, 2]], 1, labels=["a", "b"])
         with pytest.raises(ValueError, match=r"box_tensor: expected \[N, 4\]"):
             w.add_image_with_boxes("det", img, [1, 2, 3], 1)
+        with pytest.raises(ValueError, match="rescale: a 4000x40 image scaled by 64.0 would have"):
+            w.add_image_with_boxes("det", np.zeros((3, 40, 4000)), [[1, 1, 2, 2]], 1, rescale=64)
     acc = accumulate(tmp_path)
     pixels = np.asarray(Image.open(io.BytesIO(_tensor(acc, "det")[2])))
     assert pixels.shape == (40, 40, 3)
@@ -194,6 +196,8 @@ def test_custom_scalars_layout(tmp_path):
                                        "band": ["Margin", ["m/mid", "m/lo", "m/hi"]]}})
         with pytest.raises(ValueError, match="exactly 3 tags"):
             w.add_custom_scalars_marginchart(["a", "b"])
+        with pytest.raises(TypeError, match="expected a list of tag strings"):
+            w.add_custom_scalars({"c": {"t": ["Multiline", 5]}})
     acc = accumulate(tmp_path)
     assert _plugin(acc, "custom_scalars__config__").plugin_name == "custom_scalars"
     layout = layout_pb2.Layout.FromString(_tensor(acc, "custom_scalars__config__").item())
