@@ -1,5 +1,6 @@
 """Scalars per second: jitflow.summary against TensorBoard's own writer,
-tensorboardX and (when installed) TensorFlow, side by side in one run.
+tensorboardX and (when installed) TensorFlow, side by side in one run; then
+images/s and histograms/s of jitflow's SummaryWriter against tensorboardX's.
 
 Each writer writes N scalars (tag "loss", Python float values, steps 0..N-1;
 one jitflow row uses np.float32 values) to a fresh directory, and the clock stops
@@ -7,7 +8,10 @@ only after its flush/close has put them on disk; every file is then checked to
 hold N scalar records. The best of --repeat runs is kept; the table and the
 ratios come from one run in one process.
 
-    python benchmarks/bench_summary.py [--n N] [--repeat R] [--quick] [--json PATH]
+Media: `add_image` of a 3x64x64 float image and `add_histogram` of 10,000
+normal values (PyTorch's default bins), --media-n calls each, same rules.
+
+    python benchmarks/bench_summary.py [--n N] [--media-n M] [--repeat R] [--quick] [--json PATH]
 
 Importing this module runs nothing; `main(["--quick"])` runs a smoke benchmark
 and returns 0.
@@ -95,6 +99,28 @@ def tensorflow_summary(logdir: str, n: int, values) -> None:
     w.close()
 
 
+def media_calls(cls, logdir: str, n: int, kind: str, data) -> None:
+    w = cls(logdir)
+    if kind == "images":
+        for i in range(n):
+            w.add_image("img", data, i)
+    else:
+        for i in range(n):
+            w.add_histogram("hist", data, i)
+    w.flush()
+    w.close()
+
+
+def media_contenders() -> list:
+    """(name, fn) pairs for the images/s and histograms/s table."""
+    from jitflow.summary import SummaryWriter
+    out = [("jitflow SummaryWriter", SummaryWriter)]
+    tbx, reason, _ = import_optional("tensorboardX")
+    if reason is None:
+        out.append(("tensorboardX SummaryWriter", tbx.SummaryWriter))
+    return out
+
+
 def run(fn: Callable, n: int, values, repeat: int) -> float:
     """Best wall time in seconds of `repeat` runs, each in a fresh directory (GC off
     while timing, as in the other benchmarks)."""
@@ -117,13 +143,14 @@ def run(fn: Callable, n: int, values, repeat: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000, help="scalar calls per run (default 100000)")
+    ap.add_argument("--media-n", type=int, default=1000, help="image and histogram calls per run (default 1000)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per writer; the best is kept (default 3)")
     ap.add_argument("--quick", action="store_true", help="smoke run: --n 10000 --repeat 1")
     ap.add_argument("--no-tf", action="store_true", help="leave TensorFlow out even if installed")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = ap.parse_args(argv)
     if args.quick:
-        args.n, args.repeat = 10_000, 1
+        args.n, args.repeat, args.media_n = 10_000, 1, 100
 
     # Import everything first so that no writer's clock includes an import (nor,
     # without a C CRC-32C library, numba loading jitflow's CRC kernels).
@@ -165,12 +192,34 @@ def main(argv: list[str] | None = None) -> int:
                  for name, secs in results.items()])
     for note in notes:
         print(note)
+
+    rng = np.random.default_rng(0)
+    media_data = {"images": rng.random((3, 64, 64)).astype(np.float32), "histograms": rng.normal(size=10_000)}
+    media = {}
+    for kind, data in media_data.items():
+        for name, cls in media_contenders():
+            print(f"timing {name} {kind} ...", file=sys.stderr)
+            fn = (lambda c, k, d: lambda logdir, n, _values: media_calls(c, logdir, n, k, d))(cls, kind, data)
+            fn.__name__ = f"{name} {kind}"
+            media.setdefault(kind, {})[name] = run(fn, args.media_n, None, args.repeat)
+    print(f"\n{args.media_n} calls per run, best of {args.repeat}: add_image (3x64x64 float), "
+          "add_histogram (10,000 values, default bins)")
+    rows = []
+    for kind, by_writer in media.items():
+        ref = by_writer.get("tensorboardX SummaryWriter")
+        for name, secs in by_writer.items():
+            rows.append([kind, name, f"{args.media_n / secs:,.0f}",
+                         "-" if ref is None else f"{ref / secs:.1f}x"])
+    print_table(["summary", "writer", "per s", "x tensorboardX"], rows)
     if args.json:
         write_json(args.json, {
             "benchmark": "bench_summary", "environment": environment(), "n": args.n,
             "repeat": args.repeat, "notes": notes,
             "results": {name: {"seconds": secs, "scalars_per_s": args.n / secs, "x_tensorboard": base / secs}
                         for name, secs in results.items()},
+            "media_n": args.media_n,
+            "media": {kind: {name: {"seconds": secs, "per_s": args.media_n / secs} for name, secs in by.items()}
+                      for kind, by in media.items()},
         })
     return 0
 

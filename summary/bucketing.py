@@ -23,7 +23,9 @@ def tf_buckets(data: np.ndarray, bucket_count: int = DEFAULT_BUCKET_COUNT) -> np
     of it in the last bucket, with both edges equal to that value (as TF does).
     Non-finite values cannot be bucketed and are left out, with a warning.
     """
-    k = max(0, int(bucket_count))
+    k = int(bucket_count)
+    if k < 0:
+        raise ValueError(f"buckets: expected an int >= 0, got {k}")
     x = np.asarray(data, dtype=np.float64).reshape(-1)
     finite = np.isfinite(x)
     if not finite.all():
@@ -38,11 +40,23 @@ def tf_buckets(data: np.ndarray, bucket_count: int = DEFAULT_BUCKET_COUNT) -> np
         out[:, :2] = hi
         out[-1, 2] = x.size
         return out
-    width = (hi - lo) / k
-    idx = np.minimum(np.floor((x - lo) / width).astype(np.int64), k - 1)
+    with np.errstate(over="ignore"):
+        span = hi - lo
+    if np.isfinite(span):
+        width = (hi - lo) / k
+        idx = np.floor((x - lo) / width)
+        edges = np.linspace(lo, hi, k + 1)
+    else:
+        # The range overflows float64 (data spanning +-1e308): bucket in units of
+        # max(|lo|, |hi|), where every difference is finite, and scale the edges back.
+        scale = max(abs(lo), abs(hi))
+        xs, los, his = x / scale, lo / scale, hi / scale
+        width = (his - los) / k
+        idx = np.floor((xs - los) / width)
+        edges = np.linspace(los, his, k + 1) * scale
+    idx = np.minimum(idx.astype(np.int64), k - 1)
     counts = np.bincount(idx, minlength=k).astype(np.float64)
-    edges = np.linspace(lo, hi, k + 1)
-    edges[-1] = hi
+    edges[0], edges[-1] = lo, hi
     return np.stack([edges[:-1], edges[1:], counts], axis=1)
 
 
@@ -57,7 +71,8 @@ def torch_default_bins() -> list[float]:
     return [-b for b in reversed(pos)] + [0.0] + pos
 
 
-_TORCH_BINS: list[float] = torch_default_bins()
+# An array, not a list: numpy.histogram would convert a 1,549-element list on every call.
+_TORCH_BINS: np.ndarray = np.asarray(torch_default_bins())
 
 
 def torch_histogram(values: np.ndarray, bins: Any = "tensorflow", max_bins: int | None = None) -> dict:
@@ -69,7 +84,12 @@ def torch_histogram(values: np.ndarray, bins: Any = "tensorflow", max_bins: int 
         raise ValueError("values: expected at least one element, got an empty array")
     if isinstance(bins, str) and bins == "tensorflow":
         bins = _TORCH_BINS
-    counts, limits = np.histogram(values, bins=bins)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            counts, limits = np.histogram(values, bins=bins)
+    except (ValueError, TypeError, MemoryError) as e:
+        raise ValueError(f"bins: numpy.histogram cannot bin these values with bins={bins!r} "
+                         f"(values span [{values.min()}, {values.max()}]): {e}") from None
     if max_bins is not None and len(counts) > max_bins:
         step = len(counts) // max_bins
         if len(counts) % step:
@@ -83,6 +103,8 @@ def torch_histogram(values: np.ndarray, bins: Any = "tensorflow", max_bins: int 
     start, end = int(nonzero[0]), int(nonzero[-1]) + 1
     kept = counts[start - 1:end] if start > 0 else np.concatenate([[0], counts[:end]])
     limits = limits[start:end + 1]
+    with np.errstate(over="ignore"):  # sums of values near 1e308 overflow to inf, as in PyTorch
+        total, sum_squares = float(values.sum()), float(values.dot(values))
     return dict(vmin=float(values.min()), vmax=float(values.max()), num=int(values.size),
-                total=float(values.sum()), sum_squares=float(values.dot(values)),
+                total=total, sum_squares=sum_squares,
                 bucket_limit=limits.tolist(), bucket=np.asarray(kept, dtype=np.float64).tolist())

@@ -14,6 +14,9 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterator, Union
 
+from jitflow.runtime.context import _state as _rt_state
+from jitflow.runtime.tensor import SymbolicTensor
+
 _UNSET: Any = object()  # "this thread has no step of its own"
 
 Condition = Union[bool, Callable[[], Any], Any]
@@ -24,6 +27,12 @@ class _ThreadState(threading.local):
     writer: Any = None  # innermost `as_default` writer of this thread
     step: Any = _UNSET  # this thread's step, or _UNSET to use the global one
     record: Condition = True  # innermost record_if condition
+    # Whether the innermost writer scope / record_if was entered while a
+    # jf.function was being traced: summary ops traced inside then capture that
+    # writer / condition (as TF captures the writer resource), because the block
+    # is long gone when the graph runs.
+    writer_traced: bool = False
+    record_traced: bool = False
 
 
 tls = _ThreadState()
@@ -77,8 +86,9 @@ def set_global_writer(writer: Any, step: Any = None) -> None:
 @contextlib.contextmanager
 def writer_scope(writer: Any, step: Any = None) -> Iterator[None]:
     """Make `writer` (and `step`, when given) this thread's default inside."""
-    old_writer, old_step = tls.writer, tls.step
+    old_writer, old_step, old_traced = tls.writer, tls.step, tls.writer_traced
     tls.writer = writer
+    tls.writer_traced = _rt_state.graph is not None
     if step is not None:
         tls.step = step
     try:
@@ -86,13 +96,21 @@ def writer_scope(writer: Any, step: Any = None) -> Iterator[None]:
             notify_default(writer)
         yield
     finally:
-        tls.writer, tls.step = old_writer, old_step
+        tls.writer, tls.step, tls.writer_traced = old_writer, old_step, old_traced
 
 
 def get_step() -> Any:
-    """The default step: this thread's, else the process-wide one, else None."""
+    """The default step: this thread's, else the process-wide one, else None.
+
+    A symbolic step set inside a `jf.function` (`set_step(t)`) only means
+    something while that function is traced (its summary ops take it as an
+    input); anywhere else it counts as no step, so later calls ask for one
+    instead of failing on a dead tensor."""
     s = tls.step
-    return global_step if s is _UNSET else s
+    s = global_step if s is _UNSET else s
+    if s is not None and type(s) is SymbolicTensor and s.graph is not _rt_state.graph:
+        return None
+    return s
 
 
 def set_step(step: Any) -> None:
@@ -134,9 +152,10 @@ def record_if(condition: Condition) -> Iterator[None]:
     """
     if not (isinstance(condition, bool) or callable(condition) or hasattr(condition, "__bool__")):
         raise TypeError(f"record_if expects a bool or a zero-argument callable, got {condition!r}")
-    old = tls.record
+    old, old_traced = tls.record, tls.record_traced
     tls.record = condition
+    tls.record_traced = _rt_state.graph is not None
     try:
         yield
     finally:
-        tls.record = old
+        tls.record, tls.record_traced = old, old_traced

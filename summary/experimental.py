@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from jitflow.summary import context
-from jitflow.summary.values import as_step
+from jitflow.summary.values import check_default_step
 
 
 def set_step(step: Any) -> None:
@@ -24,7 +24,7 @@ def set_step(step: Any) -> None:
     thread until the block ends; elsewhere to every thread without its own.
     """
     if step is not None:
-        as_step(step)
+        check_default_step(step)
     context.set_step(step)
 
 
@@ -33,4 +33,7 @@ def get_step() -> Any:
     return context.get_step()
 
 
-__all__ = ["set_step", "get_step"]
+# TF keeps these under tf.summary.experimental too.
+from jitflow.summary.writer import has_default_writer, summary_scope, write_raw_pb  # noqa: E402
+
+__all__ = ["set_step", "get_step", "summary_scope", "write_raw_pb", "has_default_writer"]

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from tensorboard.compat.proto import summary_pb2
 
+from jitflow.runtime.context import _state as _rt_state
 from jitflow.summary import context, protos
 from jitflow.summary.values import as_step, clean_tag
 from jitflow.tracer import capture as _capture
@@ -35,6 +36,16 @@ def _outdir(value: Any) -> Optional[str]:
     return os.fspath(value)
 
 
+def _in_function(api: str, verb: str) -> bool:
+    """TF's rule: tracing is started and exported eagerly; inside a function
+    trace the call warns and does nothing."""
+    if _rt_state.graph is None:
+        return False
+    warnings.warn(f"{api}: cannot {verb} a trace inside a jf.function; call it outside the function",
+                  stacklevel=3)
+    return True
+
+
 def trace_on(graph: bool = True, profiler: bool = False, profiler_outdir: Optional[str] = None) -> None:
     """Start recording the graphs and per-op timing of everything that runs.
 
@@ -47,6 +58,8 @@ def trace_on(graph: bool = True, profiler: bool = False, profiler_outdir: Option
         ...     jf.summary.trace_export("double", step=0)
         True
     """
+    if _in_function("trace_on", "enable"):
+        return
     outdir = _outdir(profiler_outdir)
     if _capture.active() is not None:
         warnings.warn("trace_on: a trace is already being recorded; it continues (call trace_export or "
@@ -86,6 +99,8 @@ def trace_export(name: str, step: Any = None, profiler_outdir: Optional[str] = N
     ...     jf.summary.trace_export('f', step=0)
     True
     """
+    if _in_function("trace_export", "export"):
+        return False
     profiler_outdir = _outdir(profiler_outdir)
     captured = _capture.active()
     if captured is None:

@@ -35,7 +35,9 @@ from tensorboard.compat.proto import summary_pb2
 
 from jitflow.runtime.tracing import trace_records as _records
 from jitflow.runtime.core.context import init_scope
+from jitflow.runtime.core.tensor import SymbolicTensor
 from jitflow.summary import context, protos
+from jitflow.summary.values import as_step
 
 PLUGIN_NAME = "jitflow_trace"
 STATS_PLUGIN = "jitflow_stats"
@@ -102,6 +104,14 @@ def _state(writer) -> _WriterState:
     return state
 
 
+def _step_value(step) -> Optional[int]:
+    """The default step as an int; None when unset or symbolic (a step set inside a function
+    being traced has no value yet), so the record falls back to its trace number."""
+    if step is None or isinstance(step, SymbolicTensor):
+        return None
+    return as_step(step)
+
+
 def _write(writer, record: _records.TraceRecord, step: Optional[int]) -> None:
     step = record.trace_number if step is None else int(step)
     payload = json.dumps(record.to_dict(), default=str).encode("utf-8")
@@ -126,8 +136,7 @@ def write_record(record: _records.TraceRecord) -> bool:
     writer = context.default_writer()
     if writer is None or not context.recording() or not hasattr(writer, "_write_event"):
         return False
-    step = context.get_step()
-    _write(writer, record, None if step is None else int(step))
+    _write(writer, record, _step_value(context.get_step()))
     return True
 
 
@@ -142,8 +151,7 @@ def _on_record(record: _records.TraceRecord) -> None:
         with _lock:
             if len(_pending) == _pending.maxlen:
                 _dropped += 1
-            step = context.get_step()
-            _pending.append((record, None if step is None else int(step)))
+            _pending.append((record, _step_value(context.get_step())))
 
 
 def _on_default(writer) -> None:
@@ -204,10 +212,10 @@ def write_stats(writer) -> bool:
     payload = stats_payload(writer)
     if payload is None:
         return False
-    step = context.get_step()
+    step = _step_value(context.get_step())
     event = protos.summary_event(STATS_TAG, protos.string_tensor([json.dumps(payload).encode()], ()),
                                  _metadata(STATS_PLUGIN, "call counts and compile times"),
-                                 0 if step is None else int(step), _now())
+                                 0 if step is None else step, _now())
     with init_scope():
         writer._write_event(event)
     with _lock:

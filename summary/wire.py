@@ -76,7 +76,9 @@ def f32(value: float) -> bytes:
     try:
         return _pack_f32(value)
     except (OverflowError, struct.error):  # struct.error: an int too big for a double
-        if value != value or abs(value) <= _F32_MAX:
+        # float() raises OverflowError for an int beyond float64 (10**400): that is
+        # an error for the front end to report, not a silent inf.
+        if float(value) != value or abs(value) <= _F32_MAX:
             raise
         return _pack_f32(math.inf if value > 0 else -math.inf)
 

@@ -24,12 +24,19 @@ from typing import Any, Iterator
 from google.protobuf.message import DecodeError
 from tensorboard.compat.proto import summary_pb2
 
+import numpy as np
+
 from jitflow.runtime.core.context import _state as _rt_state
+from jitflow.runtime.core.context import name_scope
+from jitflow.runtime.core.tensor import SymbolicTensor
 from jitflow.summary import bucketing, context, imaging, in_graph, protos, wire
 from jitflow.summary.event_file import EventFileWriter
 from jitflow.summary.graphs import _graph_def_of
+from jitflow.summary.plugins import media
 from jitflow.summary.png import encode_png
-from jitflow.summary.values import as_float, as_numpy, as_step, as_strings, clean_tag, describe
+from jitflow.summary.values import (as_float, as_numpy, as_step, as_strings, check_default_step,
+                                    check_int_fits_float,
+                                    clean_tag, describe)
 
 _tls = context.tls
 _UNSET = context._UNSET
@@ -133,7 +140,7 @@ class SummaryFileWriter:
         calls in this thread inside the block; flushes on normal exit, as TF does."""
         self._check_open()
         if step is not None:
-            as_step(step)  # fail now, not at the first summary call
+            check_default_step(step)  # fail now, not at the first summary call
         return self._scope(step)
 
     @contextlib.contextmanager
@@ -184,7 +191,11 @@ class SummaryFileWriter:
             data = as_float(data, "data")
         if type(step) is not int or not 0 <= step < 2097152:
             step = as_step(step)  # converts, or checks the int64 range
-        self._add(_fast_scalar_event(entry, data, step, _now()))
+        try:
+            self._add(_fast_scalar_event(entry, data, step, _now()))
+        except OverflowError:  # a Python int beyond float64 (10**400): say so, write nothing
+            check_int_fits_float(data, "data")
+            raise
         return True
 
     def _write_event(self, event: Any) -> bool:
@@ -218,9 +229,10 @@ class NoopSummaryWriter:
         pass
 
 
-def create_file_writer(logdir: str | os.PathLike | None, max_queue: int = 10,
-                       flush_millis: float = 120000, filename_suffix: str = ".v2",
-                       name: str | None = None) -> SummaryFileWriter | NoopSummaryWriter:
+def create_file_writer(logdir: str | os.PathLike | None, max_queue: int | None = 10,
+                       flush_millis: float | None = 120000, filename_suffix: str | None = ".v2",
+                       name: str | None = None, experimental_trackable: bool = False,
+                       experimental_mesh: Any = None) -> SummaryFileWriter | NoopSummaryWriter:
     """A summary writer for `logdir` (created if missing; local path or fsspec URL).
 
     At most `max_queue` summaries wait in memory (so at most that many per
@@ -231,6 +243,10 @@ def create_file_writer(logdir: str | os.PathLike | None, max_queue: int = 10,
     file of its own. Write errors are raised on the next call, by `flush()` and
     `close()`, and reported at exit (see docs/guarantees.md). As in TF,
     `logdir=None` gives a no-op writer.
+    As in TF, `logdir=None` gives a no-op writer and None for the other
+    arguments means their defaults. `experimental_trackable` is accepted
+    (jitflow writers hold no graph resource to track); `experimental_mesh`
+    (DTensor) must be None.
 
     Example:
         >>> import tempfile, jitflow.summary as s
@@ -240,9 +256,15 @@ def create_file_writer(logdir: str | os.PathLike | None, max_queue: int = 10,
         True
         >>> w.close()
     """
+    if experimental_mesh is not None:
+        raise ValueError(f"experimental_mesh: jitflow has no DTensor meshes; expected None, got {describe(experimental_mesh)}")
+    if not isinstance(experimental_trackable, bool):
+        raise TypeError(f"experimental_trackable: expected a bool, got {describe(experimental_trackable)}")
     if logdir is None:
         return NoopSummaryWriter()
-    return SummaryFileWriter(logdir, max_queue, flush_millis, filename_suffix, name)
+    return SummaryFileWriter(logdir, 10 if max_queue is None else max_queue,
+                             120000 if flush_millis is None else flush_millis,
+                             ".v2" if filename_suffix is None else filename_suffix, name)
 
 
 def create_noop_writer() -> NoopSummaryWriter:
@@ -299,8 +321,10 @@ def scalar(name: str, data: Any, step: Any = None, description: str | None = Non
         step = tls.step
         if step is _UNSET:
             step = context.global_step
-        if step is None:
-            raise _no_step_error()
+        if step is None or type(step) is SymbolicTensor:  # rare: let get_step judge a symbolic step
+            step = context.get_step()
+            if step is None:
+                raise _no_step_error()
     return w._scalar(name, data, step, description)
 
 
@@ -317,14 +341,16 @@ def histogram(name: str, data: Any, step: Any = None, buckets: int | None = None
     """
     if _rt_state.graph is not None:
         return in_graph.summary_op("histogram", _scoped(name), data, step, buckets=buckets, description=description)
-    target = _target(name, step, description)
-    if target is None:
-        return False
-    w, step, tag = target
     if buckets is None:
         buckets = bucketing.DEFAULT_BUCKET_COUNT
     elif isinstance(buckets, bool) or not hasattr(buckets, "__index__"):
         raise TypeError(f"buckets: expected an int, got {describe(buckets)}")
+    elif int(buckets) < 0:
+        raise ValueError(f"buckets: expected an int >= 0, got {int(buckets)}")
+    target = _target(name, step, description)
+    if target is None:
+        return False
+    w, step, tag = target
     a = as_numpy(data, "data")
     if a.dtype.kind not in "biuf":
         raise TypeError(f"data: expected real numbers, got {describe(a)}")
@@ -376,6 +402,95 @@ def image(name: str, data: Any, step: Any = None, max_outputs: int = 3,
                                              step, _now(), description))
 
 
+def audio(name: str, data: Any, sample_rate: Any, step: Any = None, max_outputs: int = 3,
+          encoding: str | None = None, description: str | None = None) -> bool:
+    """Write up to `max_outputs` clips of a [k, frames, channels] batch of float
+    samples in [-1, 1] as 16-bit WAV (`audio` plugin, a [k, 2] string tensor of
+    (wav, label) as TF writes).
+
+    Example:
+        >>> import numpy as np, tempfile, jitflow.summary as s
+        >>> tone = np.sin(np.arange(8000) / 10.0).reshape(1, -1, 1)
+        >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
+        ...     s.audio("tone", tone, sample_rate=8000, step=0)
+        True
+    """
+    if _rt_state.graph is not None:
+        return in_graph.summary_op("audio", _scoped(name), data, step, sample_rate=sample_rate,
+                                   max_outputs=max_outputs, encoding=encoding, description=description)
+    if encoding not in (None, "wav"):
+        raise ValueError(f"encoding: expected 'wav' or None, got {encoding!r}")
+    if isinstance(max_outputs, bool) or not hasattr(max_outputs, "__index__") or int(max_outputs) < 0:
+        raise ValueError(f"max_outputs: expected an int >= 0, got {describe(max_outputs)}")
+    rate = media.check_sample_rate(as_float(sample_rate, "sample_rate"))
+    a = as_numpy(data, "data")
+    if a.ndim != 3:
+        raise ValueError(f"data: expected a rank-3 [k, frames, channels] batch, got {describe(a)}")
+    target = _target(name, step, description)
+    if target is None:
+        return False
+    w, step, tag = target
+    clips = [media.encode_wav(media.audio_samples(clip, "data"), rate) for clip in a[:int(max_outputs)]]
+    return w._write_event(protos.audio_event(tag, clips, step, _now(), description))
+
+
+def write_raw_pb(tensor: Any, step: Any = None, name: str | None = None) -> bool:
+    """Write a serialized `Summary` proto (bytes, or a list of them) as it is,
+    each at `step` (TF's `tf.summary.experimental.write_raw_pb`).
+
+    Example:
+        >>> import tempfile, jitflow.summary as s
+        >>> from tensorboard.compat.proto import summary_pb2
+        >>> pb = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="x", simple_value=1.0)])
+        >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
+        ...     s.write_raw_pb(pb.SerializeToString(), step=0)
+        True
+    """
+    if _rt_state.graph is not None:
+        return in_graph.summary_op("write_raw_pb", name or "raw_pb", tensor, step)
+    a = as_numpy(tensor, "tensor") if not isinstance(tensor, (bytes, bytearray)) else np.array(bytes(tensor), object)
+    if a.dtype.kind not in "SO":
+        raise TypeError(f"tensor: expected serialized Summary protos (bytes), got {describe(a)}")
+    summaries = []
+    for i, raw in enumerate(a.reshape(-1).tolist()):
+        try:
+            summaries.append(summary_pb2.Summary.FromString(bytes(raw)))
+        except (DecodeError, TypeError) as e:
+            raise ValueError(f"tensor: element {i} does not parse as a serialized Summary proto ({e})") from None
+    target = _resolve(step)
+    if target is None:
+        return False
+    w, step = target
+    for summary in summaries:
+        w._write_event(protos.event(_now(), step, summary=summary))
+    return True
+
+
+@contextlib.contextmanager
+def summary_scope(name: str | None, default_name: str | None = None,
+                  values: Any = None) -> Iterator[tuple[str, str]]:
+    """A name scope for writing a summary: yields `(tag, scope)`, the tag being
+    the current scope prefix plus `name` (or `default_name`), as in TF.
+
+    Example:
+        >>> import jitflow.summary as s
+        >>> with s.summary_scope("loss") as (tag, scope):
+        ...     tag, scope
+        ('loss', 'loss/')
+    """
+    name = name or default_name
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name: expected a non-empty str (or a default_name), got {name!r}")
+    tag = clean_tag(_scoped(name))
+    with name_scope(clean_tag(name)) as scope:
+        yield tag, scope
+
+
+def has_default_writer() -> bool:
+    """Whether a default writer is set here (`as_default` / `set_as_default`)."""
+    return context.default_writer() is not None
+
+
 def graph(graph_data: Any) -> bool:
     """Write a run graph (TensorBoard's Graphs tab) to the default writer.
 
@@ -408,10 +523,11 @@ def write(tag: str, tensor: Any, step: Any = None, metadata: Any = None, name: s
         ...     s.write("raw", np.arange(3.0), step=0)
         True
     """
+    # As in TF, `tag` is used as given (not prefixed by the name scope): it usually
+    # comes from `summary_scope`, which has applied the scope already.
     if _rt_state.graph is not None:
         data = tensor() if callable(tensor) else tensor
-        return in_graph.summary_op("write", _scoped(tag), data, step, metadata=metadata)
-    tag = _scoped(tag)
+        return in_graph.summary_op("write", tag, data, step, metadata=metadata)
     target = _resolve(step)
     if target is None:
         return False
