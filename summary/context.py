@@ -14,8 +14,8 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterator, Union
 
-from jitflow.runtime.context import _state as _rt_state
-from jitflow.runtime.tensor import SymbolicTensor
+from jitflow.runtime.core.context import _state as _rt_state
+from jitflow.runtime.core.tensor import SymbolicTensor
 
 _UNSET: Any = object()  # "this thread has no step of its own"
 

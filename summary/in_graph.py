@@ -34,6 +34,9 @@ OP_TYPES = {"scalar": "WriteScalarSummary", "histogram": "WriteHistogramSummary"
             "text": "WriteSummary", "image": "WriteImageSummary", "write": "WriteRawSummary",
             "audio": "WriteAudioSummary", "write_raw_pb": "WriteRawProtoSummary"}
 _NO_RECORD = object()
+# kind -> the eager front-end function the op runs (`writer.scalar`, ...). The writer module
+# imports this one to build the ops, so it fills this table in when it loads.
+FRONTS: Dict[str, Any] = {}
 
 
 def _infer(specs, attrs):
@@ -42,12 +45,11 @@ def _infer(specs, attrs):
 
 def _kernel(data, *extra, kind: str, tag: str, kwargs: Dict[str, Any], writer: Any = None,
             has_step: bool = False, record: Any = _NO_RECORD, has_record: bool = False):
-    from jitflow.summary import writer as front  # the eager front end this op runs
     extra = list(extra)
     step = int(np.asarray(extra.pop(0))) if has_step else None
     if has_record:
         record = bool(np.asarray(extra.pop(0)))
-    fn = getattr(front, kind)
+    fn = FRONTS[kind]
     # The tag was scoped at trace time; write it as is, whatever scope the caller is in now.
     args = (data,) if kind == "write_raw_pb" else (tag, data)  # write_raw_pb has no tag of its own
     with name_scope(""), _captured(writer, record):

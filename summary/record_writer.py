@@ -55,7 +55,7 @@ _c_crc32c, BACKEND = _load_c_crc32c()
 
 def numba_crc32c(data: bytes, crc: int = 0) -> int:
     """CRC-32C of `data` computed by the numba kernel (the fallback path)."""
-    from jitflow.summary import _crc_numba as k  # compiled lazily, cached on disk
+    from jitflow.summary import _crc_numba as k  # lazy: imports numba; compiled on first use, cached on disk
 
     arr = np.frombuffer(data, dtype=np.uint8)
     return int(k.crc_update(arr, 0, arr.shape[0], np.uint32(crc)))
@@ -65,7 +65,7 @@ def numba_frame_many(payloads: Sequence[bytes]) -> bytes:
     """Frame a batch of payloads with the numba kernel in one compiled call."""
     if not payloads:
         return b""
-    from jitflow.summary import _crc_numba as k
+    from jitflow.summary import _crc_numba as k  # lazy: imports numba; compiled on first use, cached on disk
 
     lengths = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
     data = np.frombuffer(b"".join(payloads), dtype=np.uint8)

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from tensorboard.compat.proto import summary_pb2
 
-from jitflow.runtime.context import _state as _rt_state
+from jitflow.runtime.core.context import _state as _rt_state
 from jitflow.summary import context, protos
 from jitflow.summary.values import as_step, clean_tag
 from jitflow.tracer import capture as _capture

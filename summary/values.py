@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from jitflow.runtime.tensor import SymbolicTensor
+from jitflow.runtime.core.tensor import SymbolicTensor
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w\.]")

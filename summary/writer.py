@@ -580,3 +580,7 @@ def should_record_summaries() -> bool:
 
 
 record_if = context.record_if
+
+
+# The graph ops of `in_graph` run these front-end functions when a traced function runs.
+in_graph.FRONTS.update({kind: globals()[kind] for kind in in_graph.OP_TYPES})
