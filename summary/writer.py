@@ -487,7 +487,13 @@ def summary_scope(name: str | None, default_name: str | None = None,
 
 
 def has_default_writer() -> bool:
-    """Whether a default writer is set here (`as_default` / `set_as_default`)."""
+    """Whether a default writer is set here (`as_default` / `set_as_default`).
+
+    >>> import tempfile
+    >>> with jf.summary.create_file_writer(tempfile.mkdtemp()).as_default():
+    ...     jf.summary.has_default_writer()
+    True
+    """
     return context.default_writer() is not None
 
 

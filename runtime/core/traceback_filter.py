@@ -40,18 +40,34 @@ def register_internal_path(path: str) -> None:
 
 
 def enable_traceback_filtering() -> None:
-    """Hide jitflow-internal frames from errors raised through `jf.function` (the default)."""
+    """Hide jitflow-internal frames from errors raised through `jf.function` (the default).
+
+    >>> jf.debugging.enable_traceback_filtering()
+    >>> jf.debugging.is_traceback_filtering_enabled()
+    True
+    """
     global _enabled
     _enabled = True
 
 
 def disable_traceback_filtering() -> None:
-    """Show full tracebacks, jitflow's own frames included (for debugging jitflow)."""
+    """Show full tracebacks, jitflow's own frames included (for debugging jitflow).
+
+    >>> jf.debugging.disable_traceback_filtering()
+    >>> jf.debugging.is_traceback_filtering_enabled()
+    False
+    >>> jf.debugging.enable_traceback_filtering()
+    """
     global _enabled
     _enabled = False
 
 
 def is_traceback_filtering_enabled() -> bool:
+    """Whether errors from `jf.function` hide jitflow's frames (`JITFLOW_TRACEBACK_FILTERING=0` starts off).
+
+    >>> jf.debugging.is_traceback_filtering_enabled()
+    True
+    """
     return _enabled
 
 

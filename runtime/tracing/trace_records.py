@@ -27,6 +27,17 @@ VARIABLE_LIFTING = "variable_lifting"
 
 @dataclass
 class TraceRecord:
+    """One trace of a `jf.function`: which function, where, how long, and why it traced.
+
+    >>> @jf.function
+    ... def square(x):
+    ...     return x * x
+    >>> _ = square(jf.constant(1.0)); _ = square(jf.constant([1.0, 2.0]))
+    >>> record = jf.trace_records.records()[-1]
+    >>> record.function.endswith("square"), record.trace_number, record.reason_kind
+    (True, 2, 'retrace')
+    """
+
     function: str                  # qualified name, e.g. "DemoModule.addprint"
     function_id: int               # stable per Function object within the process
     source: str                    # "path/to/file.py:12"
@@ -155,7 +166,14 @@ class TraceRegistry:
             callback(record)
 
     def subscribe(self, callback: Callable[[TraceRecord], None]) -> Callable[[], None]:
-        """Call `callback(record)` for every future trace; returns an unsubscribe function."""
+        """Call `callback(record)` for every future trace; returns an unsubscribe function.
+
+        >>> seen = []
+        >>> unsubscribe = jf.trace_records.subscribe(seen.append)
+        >>> _ = jf.function(lambda x: x + 1)(jf.constant(1))
+        >>> unsubscribe(); len(seen)
+        1
+        """
         with self._lock:
             token = self._next
             self._next += 1
@@ -167,10 +185,22 @@ class TraceRegistry:
         return unsubscribe
 
     def records(self, function: Optional[str] = None) -> List[TraceRecord]:
+        """Every trace so far (of `function`, a qualified name, when given), oldest first.
+
+        >>> jf.trace_records.clear()
+        >>> _ = jf.function(lambda x: x * 2)(jf.constant(1))
+        >>> [r.trace_number for r in jf.trace_records.records()]
+        [1]
+        """
         with self._lock:
             return [r for r in self._records if function is None or r.function == function]
 
     def clear(self) -> None:
+        """Forget every record kept so far (subscribers stay subscribed).
+
+        >>> jf.trace_records.clear(); jf.trace_records.records()
+        []
+        """
         with self._lock:
             self._records.clear()
 

@@ -105,7 +105,11 @@ def test_docstring_examples_run() -> None:
     for module in [jf, *_public_modules().values()]:
         tests.extend(t for t in finder.find(module, module.__name__, extraglobs={"jf": jf, "np": np})
                      if t.name == module.__name__)  # the module docstring itself
+    from jitflow.summary import context as summary_context
     for test in tests:
-        result = runner.run(test, out=lambda s: failures.append(s))
-        del result
+        runner.run(test, out=lambda s: failures.append(s))
+        # Each example stands alone: forget a default writer an example left set (as
+        # `writer.set_as_default()` does, in TF too).
+        summary_context.global_writer = None
+        summary_context.tls.writer = None
     assert runner.failures == 0, "".join(failures)
