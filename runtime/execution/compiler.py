@@ -44,11 +44,10 @@ import numpy as np
 
 from jitflow.runtime.execution.codegen import LOWERINGS, segment_source
 from jitflow.runtime.execution.executor import CompileError, Plan, _needed_nodes  # noqa: F401 - CompileError re-exported
+from jitflow.runtime.core import lazyjit
 from jitflow.runtime.core.graph import Graph, Node
 from jitflow.runtime.core.tensor import SymbolicTensor
 from jitflow.runtime.ops.registry import bind_kernel
-from jitflow.runtime.execution import codegen as compiler_codegen, compiler_kernels
-from jitflow.runtime.ops import cpu_kernels
 
 COMPILE_AFTER_CALLS = 3
 DEFAULT_POLICY = os.environ.get("JITFLOW_TIER", "auto")  # "auto", "interpreter" or "compiled"
@@ -263,8 +262,9 @@ def _kernels_fingerprint() -> str:
     global _FINGERPRINT
     if _FINGERPRINT is None:
         h = hashlib.sha256()
-        for module in (cpu_kernels, compiler_kernels, compiler_codegen):
-            with open(module.__file__, "rb") as f:
+        for module in ("jitflow.runtime.ops.cpu_kernels", "jitflow.runtime.execution.compiler_kernels",
+                       "jitflow.runtime.execution.codegen"):
+            with open(importlib.util.find_spec(module).origin, "rb") as f:  # read, not imported
                 h.update(f.read())
         _FINGERPRINT = h.hexdigest()[:16]
     return _FINGERPRINT
@@ -274,7 +274,7 @@ _FINGERPRINT: Optional[str] = None
 
 
 def _module_for(source: str) -> Any:
-    import numba
+    numba = lazyjit.numba()
     digest = hashlib.sha256(f"{VERSION}|{numba.__version__}|{_kernels_fingerprint()}|{source}".encode()
                             ).hexdigest()[:20]
     directory = cache_dir()
@@ -321,7 +321,7 @@ def _discard(path: str, keep_source: bool = False) -> None:
 
 
 def _numba_signature(seg: Segment, static: Dict[int, np.ndarray]) -> tuple:
-    import numba
+    numba = lazyjit.numba()
     types = []
     for t in seg.inputs:
         dt = numba.from_dtype(t._dtype.as_numpy_dtype)

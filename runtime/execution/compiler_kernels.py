@@ -14,9 +14,10 @@ disk-cached themselves: a cached segment carries their machine code.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
-
+from jitflow.runtime.core import lazyjit
 from jitflow.runtime.ops import cpu_kernels as K
+
+njit = lazyjit.numba().njit  # this module loads only when a graph compiles: numba is needed now
 
 # -- scalar functions for fused loops -----------------------------------------------------
 SCALAR_NAMES = ("add_", "sub_", "mul_", "div_", "floordiv_", "mod_", "pow_", "eq_", "ne_", "lt_", "le_",

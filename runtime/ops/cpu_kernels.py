@@ -2,7 +2,8 @@
 
 Everything compiles lazily, on first use for each dtype, and caches to disk
 (`cache=True`), so importing jitflow compiles nothing and a second process loads
-machine code instead of recompiling.
+machine code instead of recompiling. numba itself is imported on the first kernel call
+(`runtime.core.lazyjit`), not when jitflow is imported.
 
 - Elementwise ops are numba `vectorize` ufuncs (numpy broadcasting for free). Loops are
   added per exact signature (`int32(int32, int32)`), because numba's own typing would
@@ -19,8 +20,8 @@ import threading
 from typing import Callable, Dict, Tuple
 
 import numpy as np
-from numba import njit, types, vectorize
-from numba.extending import overload
+from jitflow.runtime.core import lazyjit
+from jitflow.runtime.core.lazyjit import njit
 
 _lock = threading.Lock()
 
@@ -51,7 +52,7 @@ class UfuncKernel:
             if found is None:
                 out = "bool_" if self._out == "bool" else dtypes[0].name
                 sig = f"{out}({', '.join(d.name for d in dtypes)})"
-                compiled = vectorize([sig], cache=True)(self._scalar_fn)
+                compiled = lazyjit.numba().vectorize([sig], cache=True)(self._scalar_fn)
                 # The plain numpy ufunc inside numba's DUFunc wrapper costs ~0.4 µs a call,
                 # the wrapper ~1 µs: keep the ufunc.
                 found = self._loops[key] = getattr(compiled, "ufunc", compiled)
@@ -150,11 +151,13 @@ def _tanh(a):
     return tanh_float32(a) if isinstance(a, np.float32) else math.tanh(a)
 
 
-@overload(_tanh)
-def _tanh_overload(a):
-    if a == types.float32:
-        return lambda a: _tanh_float32_jit(a)
-    return lambda a: math.tanh(a)
+@lazyjit.on_numba_load
+def _register_tanh(nb) -> None:
+    @nb.extending.overload(_tanh)
+    def _tanh_overload(a):
+        if a == nb.types.float32:
+            return lambda a: _tanh_float32_jit(a)
+        return lambda a: math.tanh(a)
 
 
 def max_nan_(a, b):
