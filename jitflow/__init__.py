@@ -12,6 +12,9 @@ Names mirror TensorFlow 2 so that `tf.` → `jf.` ports code. `__all__` below is
 public API; internals stay importable by their full path (`jitflow.runtime.ops.registry`)
 but are not `jf.<name>`.
 """
+import importlib as _importlib
+import os as _os
+
 from jitflow import runtime as _runtime
 from jitflow.runtime import *  # noqa: F401,F403 - the runtime's __all__
 
@@ -25,15 +28,27 @@ from jitflow import math as math
 from jitflow import nn as nn
 from jitflow import optimizers as optimizers
 from jitflow import random as random
-from jitflow import summary as summary
 from jitflow import train as train
-from jitflow import tracer as _tracer
 from jitflow.runtime.core import traceback_filter as _traceback_filter
-from jitflow.tracer import profiler as profiler
 
 # Frames in the parts above the runtime are jitflow's too: filtered out of user tracebacks.
-for _part in (_tracer, summary):
-    _traceback_filter.register_internal_path(_part.__path__[0])
+for _part in ("tracer", "summary", "webui"):
+    _traceback_filter.register_internal_path(_os.path.join(_os.path.dirname(_os.path.dirname(
+        _os.path.abspath(_runtime.__file__))), _part))
+
+# `jf.summary` and `jf.profiler` load on first use: they bring TensorBoard's protobufs, which
+# a program that only runs ops never needs (and `import jitflow` stays fast).
+_LAZY_MODULES = {"summary": "jitflow.summary", "profiler": "jitflow.tracer.profiler"}
+
+
+def __getattr__(name: str):
+    target = _LAZY_MODULES.get(name)
+    if target is None:
+        raise AttributeError(f"module 'jitflow' has no attribute {name!r}")
+    module = _importlib.import_module(target)
+    globals()[name] = module
+    return module
+
 
 __version__ = "0.1.0"
 

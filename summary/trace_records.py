@@ -274,6 +274,9 @@ def _on_flush(writer) -> None:
         pass
 
 
+# Traces made before this module loaded (jitflow imports the summary package on first use
+# of `jf.summary`) wait for the first default writer like later ones.
+_pending.extend((record, None) for record in _records.records()[-BUFFER_SIZE:])
 _unsubscribe = _records.subscribe(_on_record)
 _unsubscribe_compiles = _records.registry.subscribe_compiles(_on_compile)
 context.on_default(_on_default)
