@@ -6,8 +6,10 @@ import doctest
 import importlib
 import pkgutil
 
+import numpy as np
 import pytest
 
+import jitflow as jf
 import jitflow.summary as pkg
 
 MODULES = ["jitflow.summary"] + [f"jitflow.summary.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)]
@@ -16,7 +18,7 @@ MODULES = ["jitflow.summary"] + [f"jitflow.summary.{m.name}" for m in pkgutil.it
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
     module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False, extraglobs={"jf": jf, "np": np})
     assert result.failed == 0
 
 
