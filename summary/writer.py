@@ -270,9 +270,10 @@ def create_file_writer(logdir: str | os.PathLike | None, max_queue: int | None =
 def create_noop_writer() -> NoopSummaryWriter:
     """A writer that does nothing, for code that wants a writer object.
 
-    >>> with jf.summary.create_noop_writer().as_default():
-    ...     jf.summary.should_record_summaries()
-    False
+    >>> w = jf.summary.create_noop_writer()
+    >>> with w.as_default():
+    ...     pass  # summaries written here go nowhere
+    >>> w.flush(); w.close()
     """
     return NoopSummaryWriter()
 
@@ -579,7 +580,10 @@ def should_record_summaries() -> bool:
     """True when a summary call here would write: a default writer exists and
     the `record_if` condition holds.
 
-    >>> jf.summary.should_record_summaries()
+    >>> import tempfile
+    >>> with jf.summary.create_file_writer(tempfile.mkdtemp()).as_default():
+    ...     with jf.summary.record_if(False):
+    ...         jf.summary.should_record_summaries()
     False
     """
     return context.default_writer() is not None and context.recording()
