@@ -43,7 +43,7 @@ lint: $(VENV)/.installed-test
 	$(VENV)/bin/mypy
 
 docs: $(VENV)/.installed-test
-	$(PY) -m pdoc -o docs/api --docformat google jitflow jitflow.runtime jitflow.tracer jitflow.summary jitflow.webui
+	$(PY) -m pdoc -o docs/api --docformat markdown jitflow
 
 $(PY_TF):
 	$(PYTHON) -m venv $(VENV_TF)
