@@ -83,5 +83,26 @@ train = _namespace("train", "Checkpoints (TF's tf.train).", Checkpoint=_ckpt.Che
 from jitflow.runtime import config  # noqa: E402,F401
 from jitflow.runtime.devices import device  # noqa: E402,F401
 
+# -- input pipelines (issue 19): jf.data, jf.io, jf.image, jf.strings, jf.train.Example ----
+# Imported on first use, so `import jitflow` does not pay for them.
+_LAZY = {"data": "jitflow.runtime.data", "io": "jitflow.runtime.io", "image": "jitflow.runtime.image",
+         "strings": "jitflow.runtime.strings"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        module = globals()[name] = importlib.import_module(_LAZY[name])
+        return module
+    raise AttributeError(f"module 'jitflow' has no attribute {name!r}")
+
+
+def _train_getattr(name: str):  # jf.train.Example etc.: protobuf classes built on first use
+    from jitflow.runtime.io import example_pb
+    return getattr(example_pb, name)
+
+
+train.__dict__["__getattr__"] = _train_getattr
+
 # TF spells the boolean dtype `tf.bool`; set it last so this module never shadows the builtin.
 globals()["bool"] = bool_  # noqa: F405

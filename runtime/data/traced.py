@@ -1,0 +1,56 @@
+"""User functions of `map`/`filter` traced once into a concrete `jf.function`, as TF does.
+
+The function is traced when the transformation is created (so errors show up at
+`ds.map(f)`, not at the first element) with the input element's specs as its signature;
+AutoGraph converts its Python control flow. Each element then runs the traced graph on
+plain arrays: no Python of the user's runs per element (a `print` inside runs once, at
+trace time, exactly as in TF). The graph runs safely from several threads at once.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, List, Sequence
+
+import numpy as np
+
+from ..autograph_ops import converted_call
+from ..function import function
+from ..ops.constant_op import convert_to_tensor
+from ..tensor import EagerTensor, TensorSpec
+from . import structure as _s
+
+
+class TracedFunction:
+    """`fn` over elements of `template`, as a concrete function of the flat leaves."""
+
+    def __init__(self, fn: Callable, template: Any, what: str, *, unpack_tuples: bool = True) -> None:
+        if not callable(fn):
+            raise TypeError(f"{what}: expected a callable; got {type(fn).__name__}")
+        self.what = what
+        self.out_template: Any = None
+        in_specs = [TensorSpec(s._dims, s._dtype) for s in _s.spec_leaves(template)]
+        unpack = unpack_tuples and isinstance(template, tuple) and not hasattr(template, "_fields")
+
+        def flat_fn(flat):
+            args = _s.pack(template, list(flat))
+            result = converted_call(fn, tuple(args) if unpack else (args,), {})
+            leaves = _s.flatten(result, lists_are_structure=True)
+            if not leaves:
+                raise ValueError(f"{what}: {getattr(fn, '__name__', fn)} returned no tensors")
+            tensors = [convert_to_tensor(v) for v in leaves]
+            self.out_template = _s.pack(_s.map_structure(lambda v: v, result, lists_are_structure=True),
+                                        [TensorSpec(t._dims, t._dtype) for t in tensors])
+            return list(tensors)
+
+        name = getattr(fn, "__name__", type(fn).__name__).replace("<lambda>", "lambda")
+        flat_fn.__name__ = f"Dataset_{what}_{name}"
+        self.function = function(flat_fn, input_signature=[in_specs], autograph=False)
+        self.concrete = self.function.get_concrete_function()
+        self.out_dtypes = [t._dtype for t in self.concrete.outputs]
+
+    def __call__(self, flat: Sequence[np.ndarray]) -> tuple:
+        outs = self.concrete._call_flat([EagerTensor(a, s) for a, s in zip(flat, self._in_dtypes)])
+        return tuple(o._value if o.__class__ is EagerTensor else np.asarray(o._value) for o in outs)
+
+    @property
+    def _in_dtypes(self) -> List[Any]:
+        return [t._dtype for t in self.concrete.inputs]

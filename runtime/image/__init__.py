@@ -1,0 +1,19 @@
+"""`jf.image`: resizing, rotation, flips, crops and dtype conversion of image tensors (TF's `tf.image`).
+
+    ds = ds.map(lambda img, label: (jf.image.resize(img, [256, 256]) / 255.0, label))
+
+Decoding lives in `jf.io` (`decode_jpeg`, `decode_png`, `decode_image`), re-exported here as
+TF does.
+"""
+from __future__ import annotations
+
+from ..io.image_codecs import decode_image, decode_jpeg, decode_png, encode_jpeg, encode_png
+from .resize import ResizeMethod, resize
+from .transforms import (central_crop, convert_image_dtype, crop_to_bounding_box, flip_left_right,
+                         flip_up_down, per_image_standardization, random_crop, random_flip_left_right,
+                         random_flip_up_down, rot90)
+
+__all__ = ["ResizeMethod", "central_crop", "convert_image_dtype", "crop_to_bounding_box", "decode_image",
+           "decode_jpeg", "decode_png", "encode_jpeg", "encode_png", "flip_left_right", "flip_up_down",
+           "per_image_standardization", "random_crop", "random_flip_left_right", "random_flip_up_down",
+           "resize", "rot90"]

@@ -1,0 +1,242 @@
+"""Parsing serialized `tf.train.Example`s: `parse_single_example`, `parse_example` and the
+feature specs `FixedLenFeature`, `VarLenFeature`, `FixedLenSequenceFeature`.
+
+One graph op (TF's `ParseExampleV2`) parses a scalar or a batch of records with protobuf's
+C parser. `VarLenFeature` gives a dense tensor (a 1-D `[n]` for one record, zero-padded
+`[batch, max_n]` for a batch) where TF gives a `SparseTensor`; jitflow has no sparse
+tensors, and the dense form is what pipelines usually convert to anyway.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import InvalidArgumentError
+from ..ops.constant_op import convert_to_tensor
+from ..ops.infer import check_kind
+from ..ops.registry import apply, register
+from ..tensor import Tensor
+from . import example_pb
+from .file_ops import as_bytes
+
+_ALLOWED = (_dt.int64, _dt.float32, _dt.string)
+_LIST_FIELD = {_dt.int64: "int64_list", _dt.float32: "float_list", _dt.string: "bytes_list"}
+_KIND_NAME = {"int64_list": "int64", "float_list": "float", "bytes_list": "string"}
+
+
+class FixedLenFeature(NamedTuple):
+    """A feature with a fixed number of values, parsed to a tensor of `shape` (TF's `tf.io.FixedLenFeature`).
+
+    >>> spec = {"label": jf.io.FixedLenFeature([], jf.int64, default_value=0)}
+    """
+    shape: Any
+    dtype: Any
+    default_value: Any = None
+
+
+class VarLenFeature(NamedTuple):
+    """A feature with any number of values, parsed to a dense 1-D tensor (TF: a SparseTensor).
+
+    >>> spec = {"tags": jf.io.VarLenFeature(jf.string)}
+    """
+    dtype: Any
+
+
+class FixedLenSequenceFeature(NamedTuple):
+    """A feature holding a sequence of items of `shape`: parsed to `[n, *shape]` (TF's name).
+
+    >>> spec = {"frames": jf.io.FixedLenSequenceFeature([2], jf.float32, allow_missing=True)}
+    """
+    shape: Any
+    dtype: Any
+    allow_missing: bool = False
+    default_value: Any = None
+
+
+# One flat, hashable description per feature: (key, kind, dtype, shape, default).
+_Spec = Tuple[str, str, _dt.DType, Tuple[int, ...], Any]
+
+
+def _normalise(features: Dict[str, Any]) -> List[_Spec]:
+    if not isinstance(features, dict) or not features:
+        raise TypeError(f"features: expected a non-empty dict of feature name -> FixedLenFeature / "
+                        f"VarLenFeature / FixedLenSequenceFeature; got {features!r}")
+    specs: List[_Spec] = []
+    for key in sorted(features):  # TF orders its outputs by key too
+        f = features[key]
+        if not isinstance(key, str):
+            raise TypeError(f"features: keys must be str; got {key!r}")
+        if not isinstance(f, (FixedLenFeature, VarLenFeature, FixedLenSequenceFeature)):
+            raise TypeError(f"features[{key!r}]: expected FixedLenFeature, VarLenFeature or "
+                            f"FixedLenSequenceFeature; got {f!r}")
+        dtype = _dt.as_dtype(f.dtype)
+        if dtype not in _ALLOWED:
+            raise ValueError(f"features[{key!r}]: dtype must be jf.int64, jf.float32 or jf.string "
+                             f"(what an Example stores); got {dtype.name}")
+        if isinstance(f, VarLenFeature):
+            specs.append((key, "var", dtype, (), None))
+            continue
+        shape = tuple(int(d) for d in (f.shape if f.shape is not None else ()))
+        if any(d < 0 for d in shape):
+            raise ValueError(f"features[{key!r}]: shape must be fully defined; got {list(f.shape)}")
+        default = None
+        if f.default_value is not None:
+            default = np.asarray(f.default_value, dtype=dtype.as_numpy_dtype)
+            n = int(np.prod(shape)) if shape else 1
+            if isinstance(f, FixedLenFeature):
+                if default.size == 1 and n != 1:
+                    default = np.full(shape, default.reshape(-1)[0], dtype=default.dtype)
+                if default.size != n:
+                    raise ValueError(f"features[{key!r}]: default_value has {default.size} values; "
+                                     f"shape {list(shape)} needs {n}")
+                default = default.reshape(shape)
+        if isinstance(f, FixedLenSequenceFeature):
+            specs.append((key, "seq", dtype, shape, (bool(f.allow_missing), default)))
+        else:
+            specs.append((key, "fixed", dtype, shape, default))
+    return specs
+
+
+def _values(feature_map, key: str, kind: str, dtype: _dt.DType) -> Optional[np.ndarray]:
+    """The values stored under `key`, or None when the Example lacks the feature."""
+    if key not in feature_map:
+        return None
+    feature = feature_map[key]
+    which = feature.WhichOneof("kind")
+    want = _LIST_FIELD[dtype]
+    if which is None:  # an empty Feature: zero values of any type
+        return np.empty(0, dtype=dtype.as_numpy_dtype)
+    if which != want:
+        raise InvalidArgumentError(f"Key: {key}.  Data types don't match. Data type: "
+                                   f"{_KIND_NAME[which]} but expected type: {_KIND_NAME[want]}")
+    raw = getattr(feature, which).value
+    if dtype is _dt.string:
+        arr = np.empty(len(raw), dtype=object)
+        arr[:] = list(raw)
+        return arr
+    return np.array(raw, dtype=dtype.as_numpy_dtype)
+
+
+def _parse_one(data: bytes, specs: Sequence[_Spec], index: Optional[int]) -> List[np.ndarray]:
+    where = "" if index is None else f" (record {index} of the batch)"
+    try:
+        example = example_pb.message_class("Example").FromString(data)
+    except Exception as e:
+        raise InvalidArgumentError(f"Could not parse example input{where}: {e}; got "
+                                   f"{len(data)} bytes") from None
+    fmap = example.features.feature
+    out = []
+    for key, kind, dtype, shape, default in specs:
+        values = _values(fmap, key, kind, dtype)
+        if kind == "var":
+            out.append(values if values is not None else np.empty(0, dtype=dtype.as_numpy_dtype))
+        elif kind == "fixed":
+            if values is None:
+                if default is None:
+                    raise InvalidArgumentError(f"Feature: {key} (data type: {dtype.name}) is required "
+                                               f"but could not be found{where}.")
+                out.append(default)
+                continue
+            n = int(np.prod(shape)) if shape else 1
+            if values.size != n:
+                raise InvalidArgumentError(f"Key: {key}.  Can't parse serialized Example{where}: "
+                                           f"shape {list(shape)} needs {n} values; got {values.size}")
+            out.append(values.reshape(shape))
+        else:  # "seq"
+            allow_missing, _ = default
+            if values is None:
+                if not allow_missing:
+                    raise InvalidArgumentError(f"Feature: {key} (data type: {dtype.name}) is required "
+                                               f"but could not be found{where} (pass allow_missing=True).")
+                values = np.empty(0, dtype=dtype.as_numpy_dtype)
+            item = int(np.prod(shape)) if shape else 1
+            if item == 0 or values.size % item:
+                raise InvalidArgumentError(f"Key: {key}.  Number of values {values.size} is not a "
+                                           f"multiple of the item size {item} (shape {list(shape)}){where}")
+            out.append(values.reshape((values.size // item,) + shape))
+    return out
+
+
+def _pad_stack(arrays: List[np.ndarray], fill: Any) -> np.ndarray:
+    n = max((a.shape[0] for a in arrays), default=0)
+    inner = arrays[0].shape[1:] if arrays else ()
+    out = np.empty((len(arrays), n) + inner, dtype=arrays[0].dtype if arrays else np.float32)
+    out[...] = fill
+    for i, a in enumerate(arrays):
+        out[i, :a.shape[0]] = a
+    return out
+
+
+def _parse_kernel(serialized, specs, batched):
+    if not batched:
+        return tuple(_parse_one(as_bytes(serialized, "serialized"), specs, None))
+    flat = np.asarray(serialized, dtype=object).reshape(-1)
+    rows = [_parse_one(as_bytes(s, "serialized"), specs, i) for i, s in enumerate(flat)]
+    out = []
+    for j, (key, kind, dtype, shape, default) in enumerate(specs):
+        column = [r[j] for r in rows]
+        if kind == "fixed":
+            out.append(np.stack(column) if column else np.empty((0,) + shape, dtype.as_numpy_dtype))
+        else:
+            fill = b"" if dtype is _dt.string else 0
+            if kind == "seq" and default[1] is not None:
+                fill = default[1].reshape(-1)[0] if default[1].size else fill
+            if not column:
+                out.append(np.empty((0, 0) + shape, dtype=dtype.as_numpy_dtype))
+            else:
+                out.append(_pad_stack(column, fill))
+    return tuple(out)
+
+
+def _parse_infer(specs, attrs):
+    dims, dtype = specs[0]
+    check_kind(dtype, "s", "serialized")
+    batched = attrs["batched"]
+    if dims is not None and len(dims) != (1 if batched else 0):
+        what = "a 1-D (batched)" if batched else "a scalar"
+        raise InvalidArgumentError(f"serialized must be {what} string tensor; got shape {list(dims)}")
+    lead = (dims[0] if dims is not None else None,) if batched else ()
+    out = []
+    for key, kind, dt, shape, default in attrs["specs"]:
+        if kind == "fixed":
+            out.append((lead + shape, dt))
+        else:
+            out.append((lead + (None,) + shape, dt))
+    return out
+
+
+register("ParseExampleV2", _parse_infer, cpu=_parse_kernel, public_name="io.parse_example",
+         default_name="ParseExampleV2")
+
+
+def _parse(serialized: Any, features: Dict[str, Any], batched: bool, name: Optional[str]) -> Dict[str, Tensor]:
+    specs = _normalise(features)
+    outs = apply("ParseExampleV2", [convert_to_tensor(serialized, dtype=_dt.string)],
+                 {"specs": tuple(specs), "batched": batched}, name=name)
+    return {spec[0]: t for spec, t in zip(specs, outs)}
+
+
+def parse_single_example(serialized: Any, features: Dict[str, Any], name: Optional[str] = None,
+                         example_names: Any = None) -> Dict[str, Tensor]:
+    """Parse one serialized `Example` into a dict of tensors (TF's `tf.io.parse_single_example`).
+
+    >>> desc = {"image": jf.io.FixedLenFeature([], jf.string),
+    ...         "label": jf.io.FixedLenFeature([], jf.int64)}
+    >>> ds = jf.data.TFRecordDataset("train.tfrecords").map(
+    ...     lambda s: jf.io.parse_single_example(s, desc))      # doctest: +SKIP
+    """
+    return _parse(serialized, features, False, name)
+
+
+def parse_example(serialized: Any, features: Dict[str, Any], name: Optional[str] = None,
+                  example_names: Any = None) -> Dict[str, Tensor]:
+    """Parse a 1-D batch of serialized `Example`s; every output gains a leading batch dimension.
+
+    Cheaper than `parse_single_example` per record: batch first, then parse
+    (`ds.batch(64).map(lambda s: jf.io.parse_example(s, desc))`).
+
+    >>> jf.io.parse_example(jf.constant([rec1, rec2]), desc)   # doctest: +SKIP
+    """
+    return _parse(serialized, features, True, name)
