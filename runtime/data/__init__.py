@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import types as _types
 
+from . import graph_loop as _graph_loop  # noqa: F401 - `for x in dataset` inside jf.function
 from . import parallel as _parallel  # noqa: F401 - registers map(num_parallel_calls), prefetch, interleave
 from . import sources as _sources  # noqa: F401 - registers the source datasets
 from . import transforms as _transforms  # noqa: F401 - registers the transformations
