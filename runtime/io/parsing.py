@@ -170,8 +170,11 @@ def _pad_stack(arrays: List[np.ndarray], fill: Any) -> np.ndarray:
 
 
 def _parse_kernel(serialized, specs, batched):
-    if not batched:
-        return tuple(_parse_one(as_bytes(serialized, "serialized"), specs, None))
+    out = _parse_batch(serialized, specs) if batched else _parse_one(as_bytes(serialized, "serialized"), specs, None)
+    return out[0] if len(out) == 1 else tuple(out)  # a one-output op returns the array itself
+
+
+def _parse_batch(serialized, specs) -> List[np.ndarray]:
     flat = np.asarray(serialized, dtype=object).reshape(-1)
     rows = [_parse_one(as_bytes(s, "serialized"), specs, i) for i, s in enumerate(flat)]
     out = []
@@ -187,7 +190,7 @@ def _parse_kernel(serialized, specs, batched):
                 out.append(np.empty((0, 0) + shape, dtype=dtype.as_numpy_dtype))
             else:
                 out.append(_pad_stack(column, fill))
-    return tuple(out)
+    return out
 
 
 def _parse_infer(specs, attrs):
