@@ -175,21 +175,58 @@ def _parse_kernel(serialized, specs, batched):
 
 
 def _parse_batch(serialized, specs) -> List[np.ndarray]:
+    """A batch: fixed-length features of every record go into one flat list and become one
+    array (no per-record arrays); the others are parsed per record and padded."""
     flat = np.asarray(serialized, dtype=object).reshape(-1)
-    rows = [_parse_one(as_bytes(s, "serialized"), specs, i) for i, s in enumerate(flat)]
-    out = []
-    for j, (key, kind, dtype, shape, default) in enumerate(specs):
-        column = [r[j] for r in rows]
-        if kind == "fixed":
-            out.append(np.stack(column) if column else np.empty((0,) + shape, dtype.as_numpy_dtype))
+    parse = example_pb.message_class("Example").FromString
+    n = len(flat)
+    fixed = [(j, spec) for j, spec in enumerate(specs) if spec[1] == "fixed"]
+    other = [(j, spec) for j, spec in enumerate(specs) if spec[1] != "fixed"]
+    values: Dict[int, list] = {j: [] for j, _ in fixed}
+    columns: Dict[int, List[np.ndarray]] = {j: [] for j, _ in other}
+    for i, s in enumerate(flat):
+        data = as_bytes(s, "serialized")
+        try:
+            fmap = parse(data).features.feature
+        except Exception as e:
+            raise InvalidArgumentError(f"Could not parse example input (record {i} of the batch): {e}; got "
+                                       f"{len(data)} bytes") from None
+        for j, (key, kind, dtype, shape, default) in fixed:
+            count = int(np.prod(shape)) if shape else 1
+            feature = fmap[key] if key in fmap else None
+            which = feature.WhichOneof("kind") if feature is not None else None
+            if feature is None or (which is None and count and default is not None):
+                if default is None:
+                    raise InvalidArgumentError(f"Feature: {key} (data type: {dtype.name}) is required "
+                                               f"but could not be found (record {i} of the batch).")
+                values[j].extend(default.reshape(-1).tolist())
+                continue
+            raw = getattr(feature, which).value if which is not None else ()
+            if which is not None and which != _LIST_FIELD[dtype]:
+                raise InvalidArgumentError(f"Key: {key}.  Data types don't match. Data type: "
+                                           f"{_KIND_NAME[which]} but expected type: {_KIND_NAME[_LIST_FIELD[dtype]]}")
+            if len(raw) != count:
+                raise InvalidArgumentError(f"Key: {key}.  Can't parse serialized Example (record {i} of the "
+                                           f"batch): shape {list(shape)} needs {count} values; got {len(raw)}")
+            values[j].extend(raw)
+        if other:
+            row = _parse_one(data, [spec for _, spec in other], i)
+            for (j, _), arr in zip(other, row):
+                columns[j].append(arr)
+    out: List[Any] = [None] * len(specs)
+    for j, (key, kind, dtype, shape, default) in fixed:
+        if dtype is _dt.string:
+            arr = np.empty(len(values[j]), dtype=object)
+            arr[:] = values[j]
         else:
-            fill = b"" if dtype is _dt.string else 0
-            if kind == "seq" and default[1] is not None:
-                fill = default[1].reshape(-1)[0] if default[1].size else fill
-            if not column:
-                out.append(np.empty((0, 0) + shape, dtype=dtype.as_numpy_dtype))
-            else:
-                out.append(_pad_stack(column, fill))
+            arr = np.array(values[j], dtype=dtype.as_numpy_dtype)
+        out[j] = arr.reshape((n,) + shape)
+    for j, (key, kind, dtype, shape, default) in other:
+        fill = b"" if dtype is _dt.string else 0
+        if kind == "seq" and default[1] is not None and default[1].size:
+            fill = default[1].reshape(-1)[0]
+        column = columns[j]
+        out[j] = _pad_stack(column, fill) if column else np.empty((0, 0) + shape, dtype=dtype.as_numpy_dtype)
     return out
 
 
