@@ -145,9 +145,8 @@ def resize(images: Any, size: Sequence[int], method: str = "bilinear", preserve_
     """Resize `[h, w, c]` or `[n, h, w, c]` images to `size` (TF 2's `tf.image.resize`).
 
     `bilinear` returns float32 (as TF does); `nearest` keeps the dtype. Pixel centres are
-    at half-integers, exactly as TF 2 computes them; antialiasing applies when
-    downscaling and `antialias=True` (a box pre-filter: average pooling by the integer
-    factor, then bilinear).
+    at half-integers, exactly as TF 2 computes them. `antialias=True` (bilinear) uses TF's
+    ScaleAndTranslate with a triangle kernel widened by the downscaling factor.
 
     >>> img = jf.zeros([32, 48, 3])
     >>> jf.image.resize(img, [16, 24]).shape
@@ -162,29 +161,48 @@ def resize(images: Any, size: Sequence[int], method: str = "bilinear", preserve_
         in_h, in_w = dims[-3], dims[-2]
         scale = min(h / in_h, w / in_w)
         h, w = max(int(round(in_h * scale)), 1), max(int(round(in_w * scale)), 1)
-    if antialias and method == "bilinear" and dims is not None and None not in dims[-3:-1]:
-        fh, fw = dims[-3] // h, dims[-2] // w
-        if fh > 1 or fw > 1:
-            images = apply("AvgPoolImage", [images], {"factors": (max(fh, 1), max(fw, 1))})[0]
+    if antialias and method == "bilinear":
+        return apply("ScaleAndTranslate", [images], {"size": (h, w), "kernel_type": "triangle"}, name=name)[0]
     m = _METHODS[method]
     op = "ResizeBilinear" if m == "bilinear" else "ResizeNearestNeighbor"
     return apply(op, [images], {"size": (h, w), "method": m}, name=name)[0]
 
 
-def _pool_kernel(images, factors):
+def _span_weights(in_size: int, out_size: int) -> np.ndarray:
+    """[out, in] weights of TF's ScaleAndTranslate with a triangle kernel, antialiased.
+
+    When shrinking, the kernel widens by the scale factor (so every input pixel counts);
+    each output's weights are normalised to sum to one, as TF computes them (float32).
+    """
+    scale = np.float32(out_size) / np.float32(in_size)
+    inv_scale = np.float32(1.0) / scale
+    kernel_scale = max(inv_scale, np.float32(1.0))
+    radius = np.float32(1.0) * kernel_scale
+    weights = np.zeros((out_size, in_size), dtype=np.float32)
+    for x in range(out_size):
+        sample = (np.float32(x) + np.float32(0.5)) * inv_scale
+        if sample < 0 or sample > in_size:
+            continue
+        start = max(int(np.ceil(sample - radius - np.float32(0.5))), 0)
+        end = min(int(np.floor(sample + radius - np.float32(0.5))), in_size - 1) + 1
+        src = np.arange(start, end, dtype=np.float32)
+        wts = np.maximum(np.float32(0), np.float32(1) - np.abs((src + np.float32(0.5) - sample) / kernel_scale))
+        total = wts.sum(dtype=np.float32)
+        if abs(total) >= 1000 * np.finfo(np.float32).tiny:
+            wts = wts / total
+        weights[x, start:end] = wts
+    return weights
+
+
+def _scale_translate_kernel(images, size, kernel_type):
     x, squeeze = _as4d(np.asarray(images, dtype=np.float32))
-    fh, fw = factors
-    n, h, w, c = x.shape
-    x = x[:, :h // fh * fh, :w // fw * fw].reshape(n, h // fh, fh, w // fw, fw, c).mean(axis=(2, 4))
-    return x[0] if squeeze else x
+    wy = _span_weights(x.shape[1], size[0])
+    wx = _span_weights(x.shape[2], size[1])
+    rows = np.einsum("yh,nhwc->nywc", wy, x, dtype=np.float32)
+    out = np.einsum("xw,nywc->nyxc", wx, rows, dtype=np.float32)
+    return out[0] if squeeze else out
 
 
-def _pool_infer(specs, attrs):
-    dims, dtype = specs[0]
-    fh, fw = attrs["factors"]
-    if dims is None:
-        return [(None, _dt.float32)]
-    return [(dims[:-3] + (dims[-3] // fh, dims[-2] // fw, dims[-1]), _dt.float32)]
-
-
-register("AvgPoolImage", _pool_infer, cpu=_pool_kernel, public_name="image.resize", default_name="antialias")
+register("ScaleAndTranslate", lambda specs, attrs: [(
+    None if specs[0][0] is None else specs[0][0][:-3] + tuple(attrs["size"]) + specs[0][0][-1:], _dt.float32)],
+    cpu=_scale_translate_kernel, public_name="image.resize", default_name="resize")

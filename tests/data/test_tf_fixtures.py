@@ -88,6 +88,12 @@ def test_resize_matches_tf(tf_images, method, size):
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4)
 
 
+@pytest.mark.parametrize("size", [(12, 16), (7, 5), (40, 50), (24, 9)])
+def test_antialiased_resize_matches_tf(tf_images, size):
+    got = jf.image.resize(tf_images["image"], list(size), antialias=True).numpy()
+    np.testing.assert_allclose(got, tf_images[f"antialias_{size[0]}x{size[1]}"], rtol=0, atol=1e-3)
+
+
 def test_image_value_ops_match_tf(tf_images):
     img = tf_images["image"]
     np.testing.assert_allclose(jf.image.per_image_standardization(img).numpy(), tf_images["standardized"],
