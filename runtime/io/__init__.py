@@ -20,7 +20,7 @@ _WHERE = {
     "decode_image": "image_codecs", "decode_jpeg": "image_codecs", "decode_png": "image_codecs",
     "encode_jpeg": "image_codecs", "encode_png": "image_codecs",
     "FixedLenFeature": "parsing", "FixedLenSequenceFeature": "parsing", "VarLenFeature": "parsing",
-    "parse_example": "parsing", "parse_single_example": "parsing",
+    "parse_example": "parsing", "parse_single_example": "parsing", "parse_single_sequence_example": "parsing",
     "TFRecordOptions": "tfrecord", "TFRecordWriter": "tfrecord", "tf_record_iterator": "tfrecord",
 }
 

@@ -103,7 +103,10 @@ def _values(feature_map, key: str, kind: str, dtype: _dt.DType) -> Optional[np.n
     """The values stored under `key`, or None when the Example lacks the feature."""
     if key not in feature_map:
         return None
-    feature = feature_map[key]
+    return _feature_values(feature_map[key], key, dtype)
+
+
+def _feature_values(feature, key: str, dtype: _dt.DType) -> np.ndarray:
     which = feature.WhichOneof("kind")
     want = _LIST_FIELD[dtype]
     if which is None:  # an empty Feature: zero values of any type
@@ -126,7 +129,10 @@ def _parse_one(data: bytes, specs: Sequence[_Spec], index: Optional[int]) -> Lis
     except Exception as e:
         raise InvalidArgumentError(f"Could not parse example input{where}: {e}; got "
                                    f"{len(data)} bytes") from None
-    fmap = example.features.feature
+    return _parse_features(example.features.feature, specs, where)
+
+
+def _parse_features(fmap, specs: Sequence[_Spec], where: str) -> List[np.ndarray]:
     out = []
     for key, kind, dtype, shape, default in specs:
         values = _values(fmap, key, kind, dtype)
@@ -280,3 +286,78 @@ def parse_example(serialized: Any, features: Dict[str, Any], name: Optional[str]
     >>> jf.io.parse_example(jf.constant([rec1, rec2]), desc)   # doctest: +SKIP
     """
     return _parse(serialized, features, True, name)
+
+
+# -- SequenceExample ------------------------------------------------------------------------
+def _parse_sequence_kernel(serialized, context_specs, sequence_specs):
+    data = as_bytes(serialized, "serialized")
+    try:
+        seq = example_pb.message_class("SequenceExample").FromString(data)
+    except Exception as e:
+        raise InvalidArgumentError(f"Could not parse SequenceExample input: {e}; got {len(data)} bytes") from None
+    out = _parse_features(seq.context.feature, context_specs, " (context)")
+    lists = seq.feature_lists.feature_list
+    for key, kind, dtype, shape, default in sequence_specs:
+        steps = lists[key].feature if key in lists else None
+        if steps is None:
+            allow_missing = kind == "var" or default[0]
+            if not allow_missing:
+                raise InvalidArgumentError(f"Feature list: {key} (data type: {dtype.name}) is required but "
+                                           "could not be found (pass allow_missing=True).")
+            steps = []
+        rows = [_feature_values(f, key, dtype) for f in steps]
+        if kind == "var":
+            fill = b"" if dtype is _dt.string else 0
+            out.append(_pad_stack(rows, fill) if rows else np.empty((0, 0), dtype=dtype.as_numpy_dtype))
+            continue
+        item = int(np.prod(shape)) if shape else 1
+        for t, r in enumerate(rows):
+            if r.size != item:
+                raise InvalidArgumentError(f"Key: {key}, Index: {t}.  Number of values {r.size} != expected "
+                                           f"{item} for shape {list(shape)}")
+        if rows:
+            out.append(np.stack([r.reshape(shape) for r in rows]))
+        else:
+            out.append(np.empty((0,) + shape, dtype=dtype.as_numpy_dtype))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _parse_sequence_infer(specs, attrs):
+    dims, dtype = specs[0]
+    check_kind(dtype, "s", "serialized")
+    if dims is not None and dims != ():
+        raise InvalidArgumentError(f"serialized must be a scalar string tensor; got shape {list(dims)}")
+    out = [((shape if kind == "fixed" else (None,) + shape), dt)
+           for key, kind, dt, shape, default in attrs["context_specs"]]
+    for key, kind, dt, shape, default in attrs["sequence_specs"]:
+        out.append(((None, None) if kind == "var" else (None,) + shape, dt))
+    return out
+
+
+register("ParseSequenceExampleV2", _parse_sequence_infer, cpu=_parse_sequence_kernel,
+         public_name="io.parse_single_sequence_example", default_name="ParseSingleSequenceExample")
+
+
+def parse_single_sequence_example(serialized: Any, context_features: Optional[Dict[str, Any]] = None,
+                                  sequence_features: Optional[Dict[str, Any]] = None, example_name: Any = None,
+                                  name: Optional[str] = None):
+    """Parse one serialized `SequenceExample` into `(context, sequences)` dicts (TF's name).
+
+    Sequence features are `FixedLenSequenceFeature`s (`[steps, *shape]`) or
+    `VarLenFeature`s (dense `[steps, max_n]`, zero-padded; TF gives a SparseTensor).
+
+    >>> context, seqs = jf.io.parse_single_sequence_example(
+    ...     record, {"length": jf.io.FixedLenFeature([], jf.int64)},
+    ...     {"frames": jf.io.FixedLenSequenceFeature([2], jf.float32)})       # doctest: +SKIP
+    """
+    ctx = _normalise(context_features) if context_features else []
+    seq = _normalise(sequence_features) if sequence_features else []
+    if not ctx and not seq:
+        raise ValueError("parse_single_sequence_example: give context_features and/or sequence_features")
+    for key, kind, _, _, _ in seq:
+        if kind == "fixed":
+            raise TypeError(f"sequence_features[{key!r}]: expected FixedLenSequenceFeature or VarLenFeature; "
+                            "got FixedLenFeature")
+    outs = apply("ParseSequenceExampleV2", [convert_to_tensor(serialized, dtype=_dt.string)],
+                 {"context_specs": tuple(ctx), "sequence_specs": tuple(seq)}, name=name)
+    return ({s[0]: t for s, t in zip(ctx, outs)}, {s[0]: t for s, t in zip(seq, outs[len(ctx):])})

@@ -141,3 +141,17 @@ def test_cardinality_constants_match_tf():
     for m in (jf, tf):
         assert int(m.data.Dataset.range(3).repeat().cardinality()) == -1
         assert int(m.data.Dataset.range(3).filter(lambda x: x > 0).cardinality()) == -2
+
+
+def test_sequence_example_parses_like_tf():
+    seq = tf.train.SequenceExample(context=tf.train.Features(feature={
+        "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[7]))}))
+    for t in range(4):
+        seq.feature_lists.feature_list["x"].feature.add().float_list.value.extend([t, -t])
+    data = seq.SerializeToString()
+    ctx_tf, seq_tf = tf.io.parse_single_sequence_example(
+        data, {"id": tf.io.FixedLenFeature([], tf.int64)}, {"x": tf.io.FixedLenSequenceFeature([2], tf.float32)})
+    ctx_jf, seq_jf = jf.io.parse_single_sequence_example(
+        data, {"id": jf.io.FixedLenFeature([], jf.int64)}, {"x": jf.io.FixedLenSequenceFeature([2], jf.float32)})
+    assert int(ctx_jf["id"]) == int(ctx_tf["id"]) == 7
+    np.testing.assert_array_equal(seq_jf["x"].numpy(), seq_tf["x"].numpy())

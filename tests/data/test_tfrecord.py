@@ -158,3 +158,25 @@ def test_read_write_file_and_serialize_tensor(tmp_path):
         t = jf.constant(value)
         back = jf.io.parse_tensor(jf.io.serialize_tensor(t), t.dtype)
         np.testing.assert_array_equal(back.numpy(), t.numpy())
+
+
+def test_parse_single_sequence_example():
+    seq = jf.train.SequenceExample(context=jf.train.Features(feature={
+        "length": jf.train.Feature(int64_list=jf.train.Int64List(value=[3]))}))
+    frames = seq.feature_lists.feature_list["frames"].feature
+    for t in range(3):
+        frames.add().float_list.value.extend([t, t + 0.5])
+    tokens = seq.feature_lists.feature_list["tokens"].feature
+    for t in range(3):
+        tokens.add().bytes_list.value.extend([b"w"] * (t + 1))
+    context, seqs = jf.io.parse_single_sequence_example(
+        seq.SerializeToString(), {"length": jf.io.FixedLenFeature([], jf.int64)},
+        {"frames": jf.io.FixedLenSequenceFeature([2], jf.float32), "tokens": jf.io.VarLenFeature(jf.string),
+         "absent": jf.io.FixedLenSequenceFeature([], jf.int64, allow_missing=True)})
+    assert int(context["length"]) == 3
+    assert seqs["frames"].numpy().tolist() == [[0, 0.5], [1, 1.5], [2, 2.5]]
+    assert seqs["tokens"].numpy().tolist() == [[b"w", b"", b""], [b"w", b"w", b""], [b"w", b"w", b"w"]]
+    assert seqs["absent"].shape == (0,)
+    with pytest.raises(jf.errors.InvalidArgumentError, match="Feature list: gone .* is required"):
+        jf.io.parse_single_sequence_example(seq.SerializeToString(),
+                                            sequence_features={"gone": jf.io.FixedLenSequenceFeature([], jf.int64)})
