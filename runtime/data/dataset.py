@@ -219,6 +219,9 @@ class Dataset:
               deterministic: Optional[bool] = None, name: Optional[str] = None) -> "Dataset":
         """Stack `batch_size` consecutive elements along a new first dimension.
 
+        `num_parallel_calls`/`deterministic` are accepted for TF compatibility; stacking runs
+        in the consumer's thread (parallelise the `map` before it, or `prefetch` after).
+
         >>> jf.data.Dataset.range(7).batch(3).element_spec
         TensorSpec(shape=(None,), dtype=jf.int64, name=None)
         """

@@ -274,3 +274,30 @@ def test_iterator_events_use_tf_names():
     assert names["Iterator::Root::Prefetch::BatchV2"] == 3
     assert names["Iterator::Root::Prefetch::BatchV2::ParallelMapV2"] == 9
     assert names["Iterator::Root::Prefetch::BatchV2::ParallelMapV2::Range"] == 9
+
+
+# -- files, zip, concatenate ----------------------------------------------------------------------
+def test_text_lines_and_list_files(tmp_path):
+    (tmp_path / "a.csv").write_bytes(b"h\n1,x\r\n2,y")
+    (tmp_path / "b.csv").write_bytes(b"h\n3,z\n")
+    files = D.list_files(str(tmp_path / "*.csv"), shuffle=False)
+    assert values(files) == [str(tmp_path / "a.csv").encode(), str(tmp_path / "b.csv").encode()]
+    lines = files.interleave(lambda f: jf.data.TextLineDataset(f).skip(1), cycle_length=1)
+    assert values(lines) == [b"1,x", b"2,y", b"3,z"]
+    shuffled = D.list_files(str(tmp_path / "*.csv"), seed=3)
+    assert sorted(values(shuffled)) == values(files)
+    with pytest.raises(jf.errors.InvalidArgumentError, match="no files match"):
+        D.list_files(str(tmp_path / "*.nothing"))
+
+
+def test_zip_dicts_and_concatenate_checks():
+    z = D.zip({"a": D.range(3), "b": D.from_tensor_slices(["x", "y"])})
+    assert values(z) == [{"a": 0, "b": b"x"}, {"a": 1, "b": b"y"}]
+    assert int(z.cardinality()) == 2
+    assert values(D.range(2).concatenate(D.range(5, 6))) == [0, 1, 5]
+    with pytest.raises(TypeError, match="same structure and dtypes"):
+        D.range(2).concatenate(D.from_tensor_slices([1.0]))
+    with pytest.raises(ValueError, match="batch_size: expected a positive int"):
+        D.range(2).batch(0)
+    with pytest.raises(ValueError, match="num_parallel_calls"):
+        D.range(2).map(lambda x: x, num_parallel_calls=0)
