@@ -11,6 +11,7 @@ TensorBoard's input-pipeline analysis groups by those names.
 """
 from __future__ import annotations
 
+import abc
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
@@ -42,7 +43,7 @@ def _build(name: str, *args: Any, **kwargs: Any) -> "Dataset":
     return _REGISTRY[name](*args, **kwargs)
 
 
-class Dataset:
+class Dataset(abc.ABC):
     """A sequence of elements (nested structures of tensors) with TF's `tf.data.Dataset` API.
 
     >>> ds = jf.data.Dataset.from_tensor_slices(([1, 2, 3], ["a", "b", "c"]))
@@ -61,9 +62,9 @@ class Dataset:
         self._inputs = list(inputs)
 
     # -- what subclasses provide ----------------------------------------------------------
+    @abc.abstractmethod
     def _gen(self, name: str) -> Iterator[Element]:
         """The flat elements, produced by a fresh iterator (`name`: this node's event name)."""
-        raise NotImplementedError  # every subclass defines it
 
     def _cardinality(self) -> int:
         return UNKNOWN_CARDINALITY

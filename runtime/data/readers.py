@@ -8,6 +8,7 @@ records interleaved in TF's order (one record from each open file in turn).
 """
 from __future__ import annotations
 
+import abc
 import os
 from typing import Any, Iterator, List, Optional
 
@@ -63,8 +64,9 @@ class _FileDataset(Dataset):
         self._parallel = num_parallel_reads or 1
         super().__init__(TensorSpec((), _dt.string))
 
-    def _read(self, path: str) -> Iterator[Element]:
-        raise NotImplementedError  # each reader defines it
+    @abc.abstractmethod
+    def _read(self, path: str) -> Iterator[bytes]:
+        """The record payloads of one file."""
 
     def _gen(self, name: str) -> Iterator[Element]:
         if self._parallel == 1:

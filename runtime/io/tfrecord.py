@@ -98,7 +98,8 @@ class TFRecordWriter:
         except FileNotFoundError:
             raise NotFoundError(f"TFRecordWriter: cannot create {self.path}: its directory does not exist") from None
         if self.compression_type == "GZIP":
-            self._f: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9 if opts.compression_level < 0
+            # TF compresses at zlib's default level (6) unless told otherwise.
+            self._f: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6 if opts.compression_level < 0
                                          else opts.compression_level)
             self._raw: Optional[BinaryIO] = raw
         elif self.compression_type == "ZLIB":
