@@ -68,10 +68,6 @@ def to_arrays(value: Any, what: str) -> Tuple[Any, List[np.ndarray], List[_dt.DT
     leaves = flatten(value)
     arrays, dtypes, specs = [], [], []
     for i, leaf in enumerate(leaves):
-        if isinstance(leaf, list) and _holds_bytes(leaf):
-            # numpy's bytes dtype ('S') drops trailing NULs, which would corrupt serialized
-            # records (an Example can end in b"\x00"): keep the bytes objects as they are.
-            leaf = np.array(leaf, dtype=object)
         try:
             t = convert_to_tensor(leaf)
         except (TypeError, ValueError) as e:
@@ -84,12 +80,6 @@ def to_arrays(value: Any, what: str) -> Tuple[Any, List[np.ndarray], List[_dt.DT
         dtypes.append(t._dtype)
         specs.append(TensorSpec(arr.shape, t._dtype))
     return pack(value, specs), arrays, dtypes
-
-
-def _holds_bytes(value: Any) -> bool:
-    while isinstance(value, list) and value:
-        value = value[0]
-    return isinstance(value, bytes)
 
 
 def spec_leaves(template: Any) -> List[TensorSpec]:

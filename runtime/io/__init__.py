@@ -21,6 +21,7 @@ _WHERE = {
     "encode_jpeg": "image_codecs", "encode_png": "image_codecs",
     "FixedLenFeature": "parsing", "FixedLenSequenceFeature": "parsing", "VarLenFeature": "parsing",
     "parse_example": "parsing", "parse_single_example": "parsing", "parse_single_sequence_example": "parsing",
+    "decode_raw": "decode_ops", "decode_csv": "decode_ops",
     "TFRecordOptions": "tfrecord", "TFRecordWriter": "tfrecord", "tf_record_iterator": "tfrecord",
 }
 

@@ -180,3 +180,22 @@ def test_parse_single_sequence_example():
     with pytest.raises(jf.errors.InvalidArgumentError, match="Feature list: gone .* is required"):
         jf.io.parse_single_sequence_example(seq.SerializeToString(),
                                             sequence_features={"gone": jf.io.FixedLenSequenceFeature([], jf.int64)})
+
+
+def test_decode_raw_and_csv():
+    raw = np.arange(6, dtype=np.float32).tobytes()
+    np.testing.assert_array_equal(jf.io.decode_raw(raw, jf.float32).numpy(), np.arange(6, dtype=np.float32))
+    pair = jf.io.decode_raw([b"\x01\x00\x02\x00", b"\x03\x00\x04\x00"], jf.int16)
+    assert pair.numpy().tolist() == [[1, 2], [3, 4]]  # trailing NUL bytes survive conversion
+    assert jf.io.decode_raw(b"\x00\x01", jf.int16, little_endian=False).numpy().tolist() == [1]
+    with pytest.raises(jf.errors.InvalidArgumentError, match="not a multiple of 4"):
+        jf.io.decode_raw(b"abc", jf.int32)
+    x, n, s = jf.io.decode_csv(["1.5,2,a", ',3,"b,c"'], [[0.0], [0], [""]])
+    assert (x.dtype, n.dtype, s.dtype) == (jf.float32, jf.int32, jf.string)
+    assert x.numpy().tolist() == [1.5, 0.0] and n.numpy().tolist() == [2, 3] and s.numpy().tolist() == [b"a", b"b,c"]
+    with pytest.raises(jf.errors.InvalidArgumentError, match="field 0 is required"):
+        jf.io.decode_csv(",1", [jf.float32, [0]])
+    with pytest.raises(jf.errors.InvalidArgumentError, match="expect 2 fields but have 3"):
+        jf.io.decode_csv("1,2,3", [[0], [0]])
+    ds = jf.data.Dataset.from_tensor_slices(["1,2", "3,4"]).map(lambda line: jf.io.decode_csv(line, [[0], [0]]))
+    assert [tuple(int(v) for v in row) for row in ds] == [(1, 2), (3, 4)]
