@@ -25,10 +25,14 @@ _WHERE = {
     "TFRecordOptions": "tfrecord", "TFRecordWriter": "tfrecord", "tf_record_iterator": "tfrecord",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = sorted(_WHERE) + ["gfile"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "gfile":
+        value = importlib.import_module(f"{__name__}.gfile")
+        globals()[name] = value
+        return value
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'jitflow.io' has no attribute {name!r}")
@@ -38,4 +42,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | set(_WHERE))
+    return sorted(set(globals()) | set(_WHERE) | {"gfile"})

@@ -103,3 +103,15 @@ def test_image_value_ops_match_tf(tf_images):
     np.testing.assert_allclose(as_float.numpy(), tf_images["to_float"], atol=1e-7)
     np.testing.assert_array_equal(jf.image.convert_image_dtype(as_float * 0.7, jf.uint8).numpy(),
                                   tf_images["float_to_uint8"])
+
+
+def test_colour_ops_match_tf(tf_images):
+    img = tf_images["image"]
+    np.testing.assert_array_equal(jf.image.rgb_to_grayscale(img).numpy(), tf_images["grey"])
+    np.testing.assert_array_equal(jf.image.adjust_brightness(img, 0.1).numpy(), tf_images["bright"])
+    np.testing.assert_array_equal(jf.image.adjust_contrast(img, 1.7).numpy(), tf_images["contrast"])
+    as_float = jf.image.convert_image_dtype(img, jf.float32)
+    np.testing.assert_allclose(jf.image.adjust_contrast(as_float, 0.5).numpy(), tf_images["contrast_float"],
+                               atol=1e-5)  # float32 means summed in a different order
+    np.testing.assert_array_equal(jf.image.grayscale_to_rgb(tf_images["grey"]).numpy()[..., 2],
+                                  tf_images["grey"][..., 0])

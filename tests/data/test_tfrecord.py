@@ -199,3 +199,23 @@ def test_decode_raw_and_csv():
         jf.io.decode_csv("1,2,3", [[0], [0]])
     ds = jf.data.Dataset.from_tensor_slices(["1,2", "3,4"]).map(lambda line: jf.io.decode_csv(line, [[0], [0]]))
     assert [tuple(int(v) for v in row) for row in ds] == [(1, 2), (3, 4)]
+
+
+def test_gfile(tmp_path):
+    g = jf.io.gfile
+    d = str(tmp_path / "a" / "b")
+    g.makedirs(d)
+    with g.GFile(os.path.join(d, "x.txt"), "w") as f:
+        f.write("cat\ndog\n")
+    with g.GFile(os.path.join(d, "x.txt")) as f:
+        assert [line.strip() for line in f] == ["cat", "dog"]
+    assert g.exists(d) and g.isdir(d) and g.listdir(d) == ["x.txt"]
+    assert g.glob(str(tmp_path / "a" / "*" / "*.txt")) == [os.path.join(d, "x.txt")]
+    with pytest.raises(jf.errors.FailedPreconditionError, match="exists"):
+        g.copy(os.path.join(d, "x.txt"), os.path.join(d, "x.txt"))
+    g.rename(os.path.join(d, "x.txt"), os.path.join(d, "y.txt"))
+    assert g.stat(os.path.join(d, "y.txt")).st_size == 8
+    with pytest.raises(jf.errors.NotFoundError):
+        g.GFile(os.path.join(d, "x.txt"))
+    g.rmtree(str(tmp_path / "a"))
+    assert not g.exists(d)

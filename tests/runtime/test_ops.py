@@ -72,7 +72,8 @@ NOT_HERE.update({name: "tests/data/ (input pipelines)" for name in (
     "ImageRot90", "ParseExampleV2", "ParseSequenceExampleV2", "ParseTensor", "PerImageStandardization",
     "RandomOffsets", "ReadFile", "ResizeBilinear", "ResizeNearestNeighbor", "ScaleAndTranslate", "SerializeTensor",
     "SliceBySize", "StaticRegexReplace", "StringCase", "StringFormat", "StringJoin", "StringLength",
-    "StringSplitV2", "StringStrip", "StringToNumber", "WriteFile")})
+    "StringSplitV2", "StringStrip", "StringToNumber", "WriteFile", "RGBToGrayscale", "GrayscaleToRGB",
+    "AdjustImage")})
 
 WORDS = np.array([b"a", b"bc", b"", b"d\xc3\xa9", b"xyz", b"q"], dtype=object)
 
