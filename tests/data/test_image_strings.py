@@ -120,3 +120,19 @@ def test_strings_flow_through_datasets():
     ds = jf.data.Dataset.from_tensor_slices(["3,1", "4,1,5"]).map(
         lambda s: jf.reduce_sum(jf.strings.to_number(jf.strings.split(s, ","), jf.int32)))
     assert [int(v) for v in ds] == [4, 10]
+
+
+def test_jpeg_fast_path_and_pillow_path_agree(monkeypatch):
+    pytest.importorskip("simplejpeg")
+    from jitflow.runtime.io import image_codecs
+
+    img = gradient_image(20, 28)
+    rgb, grey = encode(img, "JPEG", quality=95), encode(img[:, :, 0], "JPEG", quality=95)
+    cases = [(rgb, 0), (rgb, 1), (rgb, 3), (grey, 0), (grey, 3)]
+    fast = [jf.io.decode_jpeg(data, channels=c).numpy() for data, c in cases]
+    assert image_codecs._fast_jpeg(rgb, 0) is not None
+    monkeypatch.setattr(image_codecs, "_SIMPLEJPEG", [None])  # as if simplejpeg were absent
+    slow = [jf.io.decode_jpeg(data, channels=c).numpy() for data, c in cases]
+    for (data, c), a, b in zip(cases, fast, slow):
+        assert a.shape == b.shape and a.dtype == b.dtype == np.uint8, (c, a.shape, b.shape)
+        assert np.abs(a.astype(int) - b.astype(int)).max() <= 3
