@@ -190,34 +190,37 @@ def _parse_batch(serialized, specs) -> List[np.ndarray]:
     other = [(j, spec) for j, spec in enumerate(specs) if spec[1] != "fixed"]
     values: Dict[int, list] = {j: [] for j, _ in fixed}
     columns: Dict[int, List[np.ndarray]] = {j: [] for j, _ in other}
+    # Per feature, once: (output slot, key, dtype, field name, value count, default values).
+    plan = [(j, key, dtype, _LIST_FIELD[dtype], int(np.prod(shape)) if shape else 1, shape,
+             None if default is None else default.reshape(-1).tolist())
+            for j, (key, kind, dtype, shape, default) in fixed]
+    other_specs = [spec for _, spec in other]
     for i, s in enumerate(flat):
-        data = as_bytes(s, "serialized")
+        data = s if s.__class__ is bytes else as_bytes(s, "serialized")
         try:
             fmap = parse(data).features.feature
         except Exception as e:
             raise InvalidArgumentError(f"Could not parse example input (record {i} of the batch): {e}; got "
                                        f"{len(data)} bytes") from None
-        for j, (key, kind, dtype, shape, default) in fixed:
-            count = int(np.prod(shape)) if shape else 1
-            feature = fmap[key] if key in fmap else None
+        for j, key, dtype, field, count, shape, default in plan:
+            feature = fmap.get(key)
             which = feature.WhichOneof("kind") if feature is not None else None
-            if feature is None or (which is None and count and default is not None):
+            if which is None and (feature is None or (count and default is not None)):
                 if default is None:
                     raise InvalidArgumentError(f"Feature: {key} (data type: {dtype.name}) is required "
                                                f"but could not be found (record {i} of the batch).")
-                values[j].extend(default.reshape(-1).tolist())
+                values[j].extend(default)
                 continue
-            raw = getattr(feature, which).value if which is not None else ()
-            if which is not None and which != _LIST_FIELD[dtype]:
+            if which != field and which is not None:
                 raise InvalidArgumentError(f"Key: {key}.  Data types don't match. Data type: "
-                                           f"{_KIND_NAME[which]} but expected type: {_KIND_NAME[_LIST_FIELD[dtype]]}")
+                                           f"{_KIND_NAME[which]} but expected type: {_KIND_NAME[field]}")
+            raw = getattr(feature, which).value if which is not None else ()
             if len(raw) != count:
                 raise InvalidArgumentError(f"Key: {key}.  Can't parse serialized Example (record {i} of the "
                                            f"batch): shape {list(shape)} needs {count} values; got {len(raw)}")
             values[j].extend(raw)
         if other:
-            row = _parse_one(data, [spec for _, spec in other], i)
-            for (j, _), arr in zip(other, row):
+            for (j, _), arr in zip(other, _parse_features(fmap, other_specs, f" (record {i} of the batch)")):
                 columns[j].append(arr)
     out: List[Any] = [None] * len(specs)
     for j, (key, kind, dtype, shape, default) in fixed:
