@@ -97,6 +97,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'jitflow' has no attribute {name!r}")
 
 
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
 def _train_getattr(name: str):  # jf.train.Example etc.: protobuf classes built on first use
     from jitflow.runtime.io import example_pb
     return getattr(example_pb, name)
