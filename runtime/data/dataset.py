@@ -18,10 +18,11 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .. import instrument
-from ..errors import OutOfRangeError
+from ..errors import InvalidArgumentError, OutOfRangeError
 from ..ops.constant_op import constant
 from ..tensor import TensorSpec
 from . import structure as _s
+from .traced import fold
 
 AUTOTUNE = -1
 INFINITE_CARDINALITY = -1
@@ -317,6 +318,36 @@ class Dataset(abc.ABC):
         [(np.int64(0), np.int32(7)), (np.int64(1), np.int32(8))]
         """
         return Dataset.zip((Dataset.range(start, np.iinfo(np.int64).max), self))
+
+    def shard(self, num_shards: int, index: int, name: Optional[str] = None) -> "Dataset":
+        """Every `num_shards`-th element starting at `index` (one worker's share of the data).
+
+        >>> list(jf.data.Dataset.range(10).shard(3, 1).as_numpy_iterator())
+        [np.int64(1), np.int64(4), np.int64(7)]
+        """
+        return _build("shard", self, num_shards, index)
+
+    def reduce(self, initial_state: Any, reduce_func: Callable, name: Optional[str] = None) -> Any:
+        """Fold the elements into a state with `reduce_func(state, element)` (traced once).
+
+        >>> jf.data.Dataset.range(5).reduce(jf.constant(0, jf.int64), lambda s, x: s + x).numpy()
+        np.int64(10)
+        """
+        return fold(self, initial_state, reduce_func)
+
+    def get_single_element(self, name: Optional[str] = None) -> Any:
+        """The only element of a one-element dataset; `InvalidArgumentError` otherwise.
+
+        >>> jf.data.Dataset.from_tensors([1, 2]).get_single_element().numpy()
+        array([1, 2], dtype=int32)
+        """
+        it = self._iter_flat()
+        first = next(it, None)
+        if first is None:
+            raise InvalidArgumentError("get_single_element: the dataset is empty; it must have exactly one element")
+        if next(it, None) is not None:
+            raise InvalidArgumentError("get_single_element: the dataset has more than one element")
+        return _s.to_tensors(self._template, first, self._dtypes)
 
     def apply(self, transformation_func: Callable[["Dataset"], "Dataset"]) -> "Dataset":
         """`transformation_func(self)`, which must return a Dataset (for reusable pipeline pieces).

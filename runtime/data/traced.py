@@ -65,3 +65,21 @@ class TracedFunction:
             plan._annotate(exc)
             raise
         return tuple(o if o.__class__ is np.ndarray else np.asarray(o) for o in outs)
+
+
+def fold(dataset: Any, initial_state: Any, reduce_func: Callable) -> Any:
+    """`Dataset.reduce`: `state = reduce_func(state, element)` over all elements, traced once."""
+    state_template, state, state_dtypes = _s.to_arrays(initial_state, "initial_state")
+    fn = TracedFunction(reduce_func, (state_template, dataset._template), "reduce")
+    out_specs = _s.spec_leaves(fn.out_template)
+    if [s._dtype for s in out_specs] != state_dtypes:
+        raise TypeError(f"reduce_func: must return the state's structure and dtypes "
+                        f"{[d.name for d in state_dtypes]}; got {[s._dtype.name for s in out_specs]}")
+    for spec, arr in zip(out_specs, state):
+        if spec._dims != arr.shape:
+            raise ValueError(f"reduce_func: the state changed shape from {list(arr.shape)} to {spec.shape}; "
+                             "jitflow's reduce keeps the state's shape fixed")
+    flat_state = tuple(state)
+    for element in dataset._iter_flat():
+        flat_state = fn(flat_state + tuple(element))
+    return _s.to_tensors(state_template, flat_state, state_dtypes)

@@ -335,6 +335,32 @@ class SkipDataset(Dataset):
         return max(n - self._count, 0) if n >= 0 else n
 
 
+@register("shard")
+class ShardDataset(Dataset):
+    _kind = "Shard"
+
+    def __init__(self, input_ds: Dataset, num_shards: Any, index: Any) -> None:
+        self._input = input_ds
+        self._n = _positive_int(num_shards, "num_shards")
+        if hasattr(index, "numpy"):
+            index = index.numpy()
+        if not isinstance(index, (int, np.integer)) or not 0 <= index < self._n:
+            raise ValueError(f"index: expected an int in [0, num_shards={self._n}); got {index!r}")
+        self._index = int(index)
+        super().__init__(input_ds._template, [input_ds])
+
+    def _gen(self, name: str) -> Iterator[Element]:
+        for i, flat in enumerate(self._input._iter_flat(name)):
+            if i % self._n == self._index:
+                yield flat
+
+    def _cardinality(self) -> int:
+        n = self._input._cardinality()
+        if n < 0:
+            return n
+        return n // self._n + (1 if self._index < n % self._n else 0)
+
+
 @register("concatenate")
 class ConcatenateDataset(Dataset):
     _kind = "Concatenate"

@@ -301,3 +301,16 @@ def test_zip_dicts_and_concatenate_checks():
         D.range(2).batch(0)
     with pytest.raises(ValueError, match="num_parallel_calls"):
         D.range(2).map(lambda x: x, num_parallel_calls=0)
+
+
+def test_shard_reduce_single_element():
+    assert values(D.range(10).shard(3, 1)) == [1, 4, 7]
+    assert int(D.range(10).shard(3, 0).cardinality()) == 4 and int(D.range(10).shard(3, 2).cardinality()) == 3
+    total = D.range(1, 5).map(lambda x: (x, jf.cast(x, jf.float32))).reduce(
+        (jf.constant(0, jf.int64), jf.constant(1.0)), lambda s, e: (s[0] + e[0], s[1] * e[1]))
+    assert int(total[0]) == 10 and float(total[1]) == 24.0
+    with pytest.raises(TypeError, match="structure and dtypes"):
+        D.range(3).reduce(jf.constant(0), lambda s, x: x)
+    assert D.from_tensors([1, 2]).get_single_element().numpy().tolist() == [1, 2]
+    with pytest.raises(jf.errors.InvalidArgumentError, match="more than one"):
+        D.range(2).get_single_element()
