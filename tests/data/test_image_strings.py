@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from conftest import encode, gradient_image
+from data_helpers import encode, gradient_image
 
 
 def test_decode_channels_and_formats():
