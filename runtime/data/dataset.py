@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 import numpy as np
 
 from .. import dtypes as _dt
-from .. import instrument
+from .. import context, instrument
 from ..errors import InvalidArgumentError, OutOfRangeError
 from ..ops.constant_op import constant
 from ..tensor import TensorSpec
@@ -79,6 +79,12 @@ class Dataset(abc.ABC):
         return it
 
     def __iter__(self) -> "OwnedIterator":
+        if context.current_graph() is not None:
+            # Iterating here would run the pipeline once, at trace time, and freeze its
+            # elements into the graph as constants.
+            raise TypeError("iterating a jf.data.Dataset while tracing a jf.function is only supported "
+                            "as `for element in dataset:` with AutoGraph on (jf.function's default), "
+                            "which becomes a graph loop; iter()/next() work eagerly")
         return OwnedIterator(self)
 
     def as_numpy_iterator(self) -> Iterator[Any]:

@@ -154,7 +154,9 @@ class GeneratorDataset(Dataset):
         if not all(isinstance(s, TensorSpec) for s in leaves):
             raise TypeError(f"output_signature: expected a nested structure of jf.TensorSpec; got {output_signature!r}")
         self._generator = generator
-        self._args = tuple(args) if args is not None else ()
+        # TF evaluates `args` to tensors and passes them to the generator as numpy values.
+        self._args = tuple(_s.to_numpy(t, a) for t, a in (_s.to_arrays(arg, "args")[:2] for arg in args)) \
+            if args is not None else ()
         super().__init__(output_signature)
 
     def _gen(self, name: str) -> Iterator[Element]:

@@ -314,3 +314,18 @@ def test_shard_reduce_single_element():
     assert D.from_tensors([1, 2]).get_single_element().numpy().tolist() == [1, 2]
     with pytest.raises(jf.errors.InvalidArgumentError, match="more than one"):
         D.range(2).get_single_element()
+
+
+def test_generator_args_are_numpy_and_iter_in_graph_is_refused():
+    def gen(n, word):
+        assert isinstance(n, np.integer) and isinstance(word, bytes)  # TF passes numpy values
+        for i in range(int(n)):
+            yield word + str(i).encode()
+    ds = D.from_generator(gen, args=(3, "w"), output_signature=jf.TensorSpec([], jf.string))
+    assert values(ds) == [b"w0", b"w1", b"w2"]
+
+    @jf.function(autograph=False)
+    def first(ds):
+        return next(iter(ds))
+    with pytest.raises(TypeError, match="for element in dataset"):
+        first(D.range(3))
