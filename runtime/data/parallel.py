@@ -207,30 +207,36 @@ class InterleaveDataset(Dataset):
         slots: List[Optional[Iterator[Element]]] = [None] * cycle
         index = block_index = num_open = 0
         end_of_input = False
-        while not end_of_input or num_open > 0:
-            it = slots[index]
-            if it is not None:
-                try:
-                    element = next(it)
-                except StopIteration:
-                    slots[index] = None
-                    num_open -= 1
+        try:
+            while not end_of_input or num_open > 0:
+                it = slots[index]
+                if it is not None:
+                    try:
+                        element = next(it)
+                    except StopIteration:
+                        slots[index] = None
+                        num_open -= 1
+                        index, block_index = (index + 1) % cycle, 0
+                        continue
+                    block_index += 1
+                    if block_index == block:
+                        index, block_index = (index + 1) % cycle, 0
+                    yield element
+                elif not end_of_input:
+                    flat = next(inputs, None)
+                    if flat is None:
+                        end_of_input = True
+                        continue
+                    opened = self._open(flat)._iter_flat(name)
+                    slots[index] = background(opened, 2 * block, "jf.data.interleave") if self._parallel else opened
+                    num_open += 1
+                else:
                     index, block_index = (index + 1) % cycle, 0
-                    continue
-                block_index += 1
-                if block_index == block:
-                    index, block_index = (index + 1) % cycle, 0
-                yield element
-            elif not end_of_input:
-                flat = next(inputs, None)
-                if flat is None:
-                    end_of_input = True
-                    continue
-                opened = self._open(flat)._iter_flat(name)
-                slots[index] = background(opened, 2 * block, "jf.data.interleave") if self._parallel else opened
-                num_open += 1
-            else:
-                index, block_index = (index + 1) % cycle, 0
+        finally:  # stop background producers of inputs still open
+            for it in slots:
+                close = getattr(it, "close", None)
+                if close is not None:
+                    close()
 
     def _cardinality(self) -> int:
         return UNKNOWN_CARDINALITY

@@ -77,20 +77,24 @@ class _FileDataset(Dataset):
         # TF's order for num_parallel_reads: interleave with cycle_length = reads, block 1.
         pending = list(self._files)
         slots: List[Iterator[Element]] = []
-        while pending and len(slots) < self._parallel:
-            slots.append(background(map(_scalar, self._read(pending.pop(0))), 64, "jf.data.read"))
-        i = 0
-        while slots:
-            try:
-                yield next(slots[i])
-                i = (i + 1) % len(slots)
-            except StopIteration:
-                if pending:
-                    slots[i] = background(map(_scalar, self._read(pending.pop(0))), 64, "jf.data.read")
-                else:
-                    slots.pop(i)
-                    if slots:
-                        i %= len(slots)
+        try:
+            while pending and len(slots) < self._parallel:
+                slots.append(background(map(_scalar, self._read(pending.pop(0))), 64, "jf.data.read"))
+            i = 0
+            while slots:
+                try:
+                    yield next(slots[i])
+                    i = (i + 1) % len(slots)
+                except StopIteration:
+                    if pending:
+                        slots[i] = background(map(_scalar, self._read(pending.pop(0))), 64, "jf.data.read")
+                    else:
+                        slots.pop(i)
+                        if slots:
+                            i %= len(slots)
+        finally:  # stop the reader threads of files still open (an early break, an error)
+            for it in slots:
+                it.close()
 
 
 class TFRecordDataset(_FileDataset):

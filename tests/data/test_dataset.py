@@ -329,3 +329,26 @@ def test_generator_args_are_numpy_and_iter_in_graph_is_refused():
         return next(iter(ds))
     with pytest.raises(TypeError, match="for element in dataset"):
         first(D.range(3))
+
+
+def test_background_threads_stop_after_an_early_break(tmp_path):
+    files = []
+    for k in range(3):
+        path = str(tmp_path / f"f{k}.tfrecord")
+        with jf.io.TFRecordWriter(path) as w:
+            for i in range(500):
+                w.write(b"x" * 10)
+        files.append(path)
+    ds = (jf.data.TFRecordDataset(files, num_parallel_reads=3)
+          .interleave(lambda r: D.from_tensors(r).repeat(2), cycle_length=2, num_parallel_calls=2)
+          .map(jf.strings.length, num_parallel_calls=2).prefetch(4))
+    for i, _ in enumerate(ds):
+        if i == 5:
+            break
+
+    def ours():
+        return [t for t in threading.enumerate() if t.name.startswith("jf.data")]
+    deadline = time.time() + 5
+    while ours() and time.time() < deadline:
+        time.sleep(0.05)
+    assert not ours(), [t.name for t in ours()]
