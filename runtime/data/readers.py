@@ -15,7 +15,6 @@ from typing import Any, Iterator, List, Optional
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import NotFoundError
 from ..io.tfrecord import normalise_compression, open_reader, read_records
 from ..tensor import TensorSpec
 from .dataset import AUTOTUNE, Dataset, Element

@@ -18,7 +18,7 @@ a whole batch in one compiled call, so no Python loop ever runs per byte.
 from __future__ import annotations
 
 import struct
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 

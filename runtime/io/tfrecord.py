@@ -9,7 +9,7 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
-from typing import Any, BinaryIO, Callable, Iterator, Optional, Union
+from typing import Any, BinaryIO, Callable, Iterator, Optional
 
 from ..errors import DataLossError, NotFoundError
 from . import records
