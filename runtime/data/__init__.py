@@ -26,6 +26,8 @@ experimental.AUTOTUNE = AUTOTUNE
 experimental.INFINITE_CARDINALITY = INFINITE_CARDINALITY
 experimental.UNKNOWN_CARDINALITY = UNKNOWN_CARDINALITY
 experimental.cardinality = lambda dataset: dataset.cardinality()
+experimental.sample_from_datasets = Dataset.sample_from_datasets
+experimental.get_single_element = lambda dataset: dataset.get_single_element()
 
 __all__ = ["AUTOTUNE", "Dataset", "INFINITE_CARDINALITY", "OwnedIterator", "TFRecordDataset", "TextLineDataset",
            "UNKNOWN_CARDINALITY", "experimental"]

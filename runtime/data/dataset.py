@@ -325,6 +325,29 @@ class Dataset(abc.ABC):
         """
         return Dataset.zip((Dataset.range(start, np.iinfo(np.int64).max), self))
 
+    def scan(self, initial_state: Any, scan_func: Callable, name: Optional[str] = None) -> "Dataset":
+        """Carry a state through the elements: `scan_func(state, element)` returns
+        `(new_state, output)` and the dataset yields the outputs (traced once).
+
+        >>> cumsum = jf.data.Dataset.range(5).scan(jf.constant(0, jf.int64), lambda s, x: (s + x, s + x))
+        >>> list(cumsum.as_numpy_iterator())
+        [np.int64(0), np.int64(1), np.int64(3), np.int64(6), np.int64(10)]
+        """
+        return _build("scan", self, initial_state, scan_func)
+
+    @staticmethod
+    def sample_from_datasets(datasets: Sequence["Dataset"], weights: Optional[Sequence[float]] = None,
+                             seed: Optional[int] = None, stop_on_empty_dataset: bool = False,
+                             rerandomize_each_iteration: Optional[bool] = None) -> "Dataset":
+        """Draw each element from one of `datasets`, chosen at random with `weights` (uniform by
+        default); an exhausted dataset drops out (or ends the result with `stop_on_empty_dataset`).
+
+        >>> mixed = jf.data.Dataset.sample_from_datasets(
+        ...     [jf.data.Dataset.range(3), jf.data.Dataset.range(10, 13)], weights=[0.5, 0.5], seed=1)
+        """
+        return _build("sample_from_datasets", datasets, weights, seed, stop_on_empty_dataset,
+                      rerandomize_each_iteration)
+
     def shard(self, num_shards: int, index: int, name: Optional[str] = None) -> "Dataset":
         """Every `num_shards`-th element starting at `index` (one worker's share of the data).
 

@@ -3,6 +3,7 @@ file lists.
 """
 from __future__ import annotations
 
+import functools
 import glob
 import os
 from typing import Any, Callable, Iterator, List, Optional
@@ -12,7 +13,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError, NotFoundError
 from ..ops import random_ops
-from ..shapes import is_compatible
+from ..shapes import is_compatible, relax
 from ..tensor import TensorSpec
 from . import structure as _s
 from .dataset import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, Element, register)
@@ -228,3 +229,50 @@ def _patterns(value: Any) -> List[str]:
     if not out:
         raise NotFoundError("file_pattern: no pattern given")
     return out
+
+
+@register("sample_from_datasets")
+class SampleFromDatasets(Dataset):
+    """TF's `sample_from_datasets`: a weighted random choice of input per element."""
+
+    _kind = "DirectedInterleave"
+
+    def __init__(self, datasets: Any, weights: Any, seed: Optional[int], stop_on_empty: bool,
+                 rerandomize: Optional[bool]) -> None:
+        datasets = list(datasets)
+        if not datasets or not all(isinstance(d, Dataset) for d in datasets):
+            raise TypeError(f"datasets: expected a non-empty list of Datasets; got {datasets!r}")
+        first = datasets[0]
+        for i, d in enumerate(datasets[1:], 1):
+            if [s._dtype for s in d._specs] != [s._dtype for s in first._specs]:
+                raise TypeError(f"datasets[{i}]: element dtypes differ from datasets[0]: {d._template!r} "
+                                f"vs {first._template!r}")
+        w = np.ones(len(datasets)) if weights is None else np.asarray(
+            weights.numpy() if hasattr(weights, "numpy") else weights, dtype=np.float64)
+        if w.shape != (len(datasets),) or (w < 0).any() or w.sum() <= 0:
+            raise ValueError(f"weights: expected {len(datasets)} non-negative numbers, not all zero; got {weights!r}")
+        self._datasets = datasets
+        self._weights = w / w.sum()
+        self._stop = bool(stop_on_empty)
+        self._seeds = random_ops.get_seed(seed)
+        self._rerandomize = rerandomize is not False
+        self._epoch = 0
+        specs = [TensorSpec(functools.reduce(relax, [d._specs[k]._dims for d in datasets]), a._dtype)
+                 for k, a in enumerate(first._specs)]
+        super().__init__(_s.pack(first._template, specs), datasets)
+
+    def _gen(self, name: str) -> Iterator[Element]:
+        g, o = self._seeds
+        rng = np.random.default_rng(None if g is None else [g, o, self._epoch])
+        if self._rerandomize:
+            self._epoch += 1
+        its = [d._iter_flat(name) for d in self._datasets]
+        weights = self._weights.copy()
+        while weights.sum() > 0:
+            k = int(rng.choice(len(its), p=weights / weights.sum()))
+            try:
+                yield next(its[k])
+            except StopIteration:
+                if self._stop:
+                    return
+                weights[k] = 0.0

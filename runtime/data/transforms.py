@@ -335,6 +335,38 @@ class SkipDataset(Dataset):
         return max(n - self._count, 0) if n >= 0 else n
 
 
+@register("scan")
+class ScanDataset(Dataset):
+    _kind = "Scan"
+
+    def __init__(self, input_ds: Dataset, initial_state: Any, scan_func: Callable) -> None:
+        self._input = input_ds
+        state_template, state, self._state_dtypes = _s.to_arrays(initial_state, "initial_state")
+        self._state_template, self._initial = state_template, tuple(state)
+        self._fn = TracedFunction(scan_func, (state_template, input_ds._template), "scan")
+        result = self._fn.out_template
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise TypeError(f"scan_func: must return (new_state, output); got {result!r}")
+        new_state = _s.spec_leaves(result[0])
+        if [t._dtype for t in new_state] != self._state_dtypes or \
+                [t._dims for t in new_state] != [a.shape for a in state]:
+            raise TypeError(f"scan_func: the new state must keep the initial state's structure, dtypes and "
+                            f"shapes {[(d.name, a.shape) for d, a in zip(self._state_dtypes, state)]}; got "
+                            f"{[(t._dtype.name, t._dims) for t in new_state]}")
+        self._n_state = len(new_state)
+        super().__init__(result[1], [input_ds])
+
+    def _gen(self, name: str) -> Iterator[Element]:
+        state, n, fn = self._initial, self._n_state, self._fn
+        for flat in self._input._iter_flat(name):
+            out = fn(state + tuple(flat))
+            state = out[:n]
+            yield out[n:]
+
+    def _cardinality(self) -> int:
+        return self._input._cardinality()
+
+
 @register("shard")
 class ShardDataset(Dataset):
     _kind = "Shard"

@@ -352,3 +352,19 @@ def test_background_threads_stop_after_an_early_break(tmp_path):
     while ours() and time.time() < deadline:
         time.sleep(0.05)
     assert not ours(), [t.name for t in ours()]
+
+
+def test_scan_and_sample_from_datasets():
+    cumsum = D.range(5).scan(jf.constant(0, jf.int64), lambda s, x: (s + x, s + x))
+    assert values(cumsum) == [0, 1, 3, 6, 10] and values(cumsum) == [0, 1, 3, 6, 10]
+    with pytest.raises(TypeError, match=r"\(new_state, output\)"):
+        D.range(3).scan(jf.constant(0, jf.int64), lambda s, x: s + x)
+    a, b = D.range(0, 100), D.range(1000, 1100)
+    mixed = values(D.sample_from_datasets([a, b], weights=[0.8, 0.2], seed=4))
+    assert sorted(mixed) == list(range(100)) + list(range(1000, 1100))  # both drained completely
+    first = mixed[:50]
+    assert sum(v < 1000 for v in first) > 30  # the 0.8 weight shows
+    assert [v for v in mixed if v < 1000] == list(range(100))  # each input keeps its order
+    assert values(D.sample_from_datasets([a, b], seed=4)) == values(D.sample_from_datasets([a, b], seed=4))
+    short = values(D.sample_from_datasets([D.range(3), D.range(100, 200)], seed=1, stop_on_empty_dataset=True))
+    assert len(short) < 103 and sum(v < 3 for v in short) == 3

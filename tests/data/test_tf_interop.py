@@ -155,3 +155,16 @@ def test_sequence_example_parses_like_tf():
         data, {"id": jf.io.FixedLenFeature([], jf.int64)}, {"x": jf.io.FixedLenSequenceFeature([2], jf.float32)})
     assert int(ctx_jf["id"]) == int(ctx_tf["id"]) == 7
     np.testing.assert_array_equal(seq_jf["x"].numpy(), seq_tf["x"].numpy())
+
+
+def test_tf_reads_jitflow_tensors_and_images():
+    for value in (np.arange(6, dtype=np.float32).reshape(2, 3), np.array([b"a", b"\x00b"], dtype=object),
+                  np.int64(-5)):
+        t = jf.constant(value)
+        back = tf.io.parse_tensor(jf.io.serialize_tensor(t).numpy(), tf.as_dtype(t.dtype.name))
+        np.testing.assert_array_equal(back.numpy(), t.numpy())
+    y, x = np.mgrid[0:12, 0:16]
+    img = np.stack([x * 15, y * 20, (x + y) * 8], -1).astype(np.uint8)
+    np.testing.assert_array_equal(tf.io.decode_png(jf.io.encode_png(img).numpy()).numpy(), img)
+    jpg = tf.io.decode_jpeg(jf.io.encode_jpeg(img, quality=95).numpy()).numpy()
+    assert jpg.shape == img.shape and np.abs(jpg.astype(int) - img.astype(int)).mean() < 4
