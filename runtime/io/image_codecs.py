@@ -146,7 +146,7 @@ def decode_jpeg(contents: Any, channels: int = 0, ratio: int = 1, fancy_upscalin
     """Decode a JPEG into a `uint8` tensor of shape `[height, width, channels]` (TF's `tf.io.decode_jpeg`).
 
     `channels`: 0 keeps the file's channels, 1 grey, 3 RGB. `ratio` (1, 2, 4, 8) downscales
-    while decoding. Pixel values can differ from TF's by one or two levels: both use
+    while decoding. Pixel values can differ from TF's by up to three levels: both use
     libjpeg(-turbo) but may pick different IDCT and upsampling variants.
 
     >>> img = jf.io.decode_jpeg(jf.io.read_file("cat.jpg"), channels=3)   # doctest: +SKIP
