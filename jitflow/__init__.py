@@ -36,9 +36,11 @@ for _part in ("tracer", "summary", "webui"):
     _traceback_filter.register_internal_path(_os.path.join(_os.path.dirname(_os.path.dirname(
         _os.path.abspath(_runtime.__file__))), _part))
 
-# `jf.summary` and `jf.profiler` load on first use: they bring TensorBoard's protobufs, which
-# a program that only runs ops never needs (and `import jitflow` stays fast).
-_LAZY_MODULES = {"summary": "jitflow.summary", "profiler": "jitflow.tracer.profiler"}
+# These load on first use: TensorBoard's protobufs, Pillow and the input-pipeline machinery
+# are not needed by a program that only runs ops (and `import jitflow` stays fast).
+_LAZY_MODULES = {"summary": "jitflow.summary", "profiler": "jitflow.tracer.profiler",
+                 "data": "jitflow.runtime.data", "io": "jitflow.runtime.io", "image": "jitflow.runtime.image",
+                 "strings": "jitflow.runtime.strings"}
 
 
 def __getattr__(name: str):
@@ -58,7 +60,7 @@ globals()["bool"] = _runtime.bool_
 
 __all__ = sorted(set(_runtime.__all__) | {
     "bool", "autograph", "config", "debugging", "initializers", "losses", "math", "nn", "optimizers", "random",
-    "train", "summary", "profiler", "__version__",
+    "train", "summary", "profiler", "data", "io", "image", "strings", "__version__",
 } - {"__version__"})
 
 

@@ -82,6 +82,8 @@ def _infer_numpy(value: Any) -> np.ndarray:
     elif isinstance(value, (list, tuple)):
         try:
             arr = np.asarray(value)
+            if arr.dtype.kind in ("S", "U"):  # fixed-width numpy strings drop trailing NULs
+                arr = np.array(value, dtype=object)
         except ValueError:
             raise ValueError(f"value: cannot convert a non-rectangular (ragged) nested list to a "
                              f"jf.Tensor; every inner list must have the same length; got {value!r}") from None

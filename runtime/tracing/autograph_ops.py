@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Optional, Sequence, Tuple
 
+from jitflow.runtime.core import context
 from jitflow.runtime.tracing import control_flow
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.ops.constant_op import TensorConvertible, convert_to_tensor
@@ -285,6 +286,15 @@ def _positive(delta: Any) -> bool:
 
 
 # -- for -----------------------------------------------------------------------------------
+# Iterables that loop in the graph their own way while tracing (jf.data.Dataset registers
+# itself): type -> handler(iterable, extra_test, body, get_state, set_state, names, opts).
+_ITERABLE_LOOPS: dict = {}
+
+
+def register_iterable(cls: type, handler: Callable) -> None:
+    _ITERABLE_LOOPS[cls] = handler
+
+
 def for_stmt(iterable: Any, extra_test: Optional[Callable[[], Any]], body: Callable[[Any], None],
              get_state: Callable[[], tuple], set_state: Callable[[tuple], None], names: Sequence[str],
              opts: Optional[dict] = None) -> None:
@@ -293,6 +303,11 @@ def for_stmt(iterable: Any, extra_test: Optional[Callable[[], Any]], body: Calla
     if isinstance(iterable, SymbolicTensor):
         _tensor_for(iterable, extra_test, body, get_state, set_state, names, opts or {})
         return
+    if _ITERABLE_LOOPS and context.current_graph() is not None:
+        for cls, handler in _ITERABLE_LOOPS.items():
+            if isinstance(iterable, cls):
+                handler(iterable, extra_test, body, get_state, set_state, names, opts or {})
+                return
     for item in iterable:
         if extra_test is not None:
             go = extra_test()

@@ -126,10 +126,11 @@ def test_varint():
 
 def test_writer_works_on_the_numba_backend(tmp_path, monkeypatch):
     import jitflow.summary as s
+    from jitflow.runtime.io import records  # where the framing lives (record_writer re-exports it)
 
-    monkeypatch.setattr(record_writer, "_c_crc32c", None)
-    monkeypatch.setattr(record_writer, "crc32c", record_writer.numba_crc32c)
-    monkeypatch.setattr(record_writer, "_headers", {})
+    monkeypatch.setattr(records, "_c_crc32c", None)
+    monkeypatch.setattr(records, "crc32c", records.numba_crc32c)
+    monkeypatch.setattr(records, "_headers", {})
     with s.create_file_writer(str(tmp_path)).as_default() as w:
         for i in range(100):
             s.scalar("x", float(i), step=i)

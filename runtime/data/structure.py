@@ -1,0 +1,110 @@
+"""Nested element structures (tuples, dicts, namedtuples of tensors), flattened as TF does.
+
+Inside a pipeline an element is a flat tuple of numpy arrays; the dataset keeps a template
+(the nesting with `TensorSpec` leaves) to pack it back for users and map functions. Dicts
+flatten in sorted key order and Python lists count as one tensor in inputs, both TF's rules.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Sequence, Tuple
+
+import numpy as np
+
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.ops.constant_op import convert_to_tensor
+from jitflow.runtime.core.tensor import EagerTensor, Tensor, TensorSpec
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def flatten(structure: Any, lists_are_structure: bool = False) -> List[Any]:
+    """The leaves of `structure`, depth first (dict keys sorted)."""
+    out: List[Any] = []
+
+    def walk(x: Any) -> None:
+        if isinstance(x, tuple) or (lists_are_structure and isinstance(x, list)):
+            for v in x:
+                walk(v)
+        elif isinstance(x, dict):
+            for k in sorted(x):
+                walk(x[k])
+        else:
+            out.append(x)
+    walk(structure)
+    return out
+
+
+def map_structure(fn: Any, structure: Any, lists_are_structure: bool = False) -> Any:
+    """`structure` with every leaf replaced by `fn(leaf)`; lists become tuples when structural."""
+    if _is_namedtuple(structure):
+        return type(structure)(*(map_structure(fn, v, lists_are_structure) for v in structure))
+    if isinstance(structure, tuple) or (lists_are_structure and isinstance(structure, list)):
+        return tuple(map_structure(fn, v, lists_are_structure) for v in structure)
+    if isinstance(structure, dict):
+        return {k: map_structure(fn, structure[k], lists_are_structure) for k in structure}
+    return fn(structure)
+
+
+def pack(template: Any, leaves: Sequence[Any]) -> Any:
+    """Fill `template`'s leaves (in flatten order) with `leaves`."""
+    it = iter(leaves)
+
+    def build(t: Any) -> Any:
+        if _is_namedtuple(t):
+            return type(t)(*(build(v) for v in t))
+        if isinstance(t, tuple):
+            return tuple(build(v) for v in t)
+        if isinstance(t, dict):
+            built = {k: build(t[k]) for k in sorted(t)}
+            return {k: built[k] for k in t}
+        return next(it)
+    return build(template)
+
+
+def to_arrays(value: Any, what: str) -> Tuple[Any, List[np.ndarray], List[_dt.DType]]:
+    """(template of TensorSpecs, flat arrays, flat dtypes) for a user-given nested value."""
+    leaves = flatten(value)
+    arrays, dtypes, specs = [], [], []
+    for i, leaf in enumerate(leaves):
+        try:
+            t = convert_to_tensor(leaf)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{what}: component {i} cannot become a tensor: {e}") from None
+        if not isinstance(t, EagerTensor):
+            raise TypeError(f"{what}: component {i} is a symbolic tensor ({t!r}); datasets are built "
+                            "from concrete values (build them outside jf.function)")
+        arr = t._host() if hasattr(t, "_host") else np.asarray(t._value)
+        arrays.append(arr)
+        dtypes.append(t._dtype)
+        specs.append(TensorSpec(arr.shape, t._dtype))
+    return pack(value, specs), arrays, dtypes
+
+
+def spec_leaves(template: Any) -> List[TensorSpec]:
+    return flatten(template)
+
+
+def with_dims(spec: TensorSpec, dims: Any) -> TensorSpec:
+    return TensorSpec(dims, spec._dtype)
+
+
+def to_tensors(template: Any, flat: Sequence[np.ndarray], dtypes: Sequence[_dt.DType]) -> Any:
+    """The user-facing element: `template` filled with eager tensors."""
+    return pack(template, [EagerTensor(a, d) for a, d in zip(flat, dtypes)])
+
+
+def to_numpy(template: Any, flat: Sequence[np.ndarray]) -> Any:
+    """The element as numpy values (0-d arrays become numpy scalars, strings bytes), as TF does."""
+    return pack(template, [a[()] if a.ndim == 0 else a for a in flat])
+
+
+def leaf_as_array(value: Any, dtype: _dt.DType, what: str) -> np.ndarray:
+    """One produced value (a tensor or Python/numpy value) as an array of `dtype`."""
+    if isinstance(value, Tensor):
+        if value._dtype is not dtype:
+            raise TypeError(f"{what}: expected dtype {dtype.name}; got {value._dtype.name}")
+        return value._host() if hasattr(value, "_host") else np.asarray(value._value)
+    t = convert_to_tensor(value, dtype=dtype)
+    return t._host() if hasattr(t, "_host") else np.asarray(t._value)

@@ -1,0 +1,366 @@
+"""Parsing serialized `tf.train.Example`s: `parse_single_example`, `parse_example` and the
+feature specs `FixedLenFeature`, `VarLenFeature`, `FixedLenSequenceFeature`.
+
+One graph op (TF's `ParseExampleV2`) parses a scalar or a batch of records with protobuf's
+C parser. `VarLenFeature` gives a dense tensor (a 1-D `[n]` for one record, zero-padded
+`[batch, max_n]` for a batch) where TF gives a `SparseTensor`; jitflow has no sparse
+tensors, and the dense form is what pipelines usually convert to anyway.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.ops.constant_op import convert_to_tensor
+from jitflow.runtime.ops.infer import check_kind
+from jitflow.runtime.ops.registry import apply, register
+from jitflow.runtime.core.tensor import Tensor
+from jitflow.runtime.io import example_pb
+from jitflow.runtime.io.file_ops import as_bytes
+
+_ALLOWED = (_dt.int64, _dt.float32, _dt.string)
+_LIST_FIELD = {_dt.int64: "int64_list", _dt.float32: "float_list", _dt.string: "bytes_list"}
+_KIND_NAME = {"int64_list": "int64", "float_list": "float", "bytes_list": "string"}
+
+
+class FixedLenFeature(NamedTuple):
+    """A feature with a fixed number of values, parsed to a tensor of `shape` (TF's `tf.io.FixedLenFeature`).
+
+    >>> spec = {"label": jf.io.FixedLenFeature([], jf.int64, default_value=0)}
+    """
+    shape: Any
+    dtype: Any
+    default_value: Any = None
+
+
+class VarLenFeature(NamedTuple):
+    """A feature with any number of values, parsed to a dense 1-D tensor (TF: a SparseTensor).
+
+    >>> spec = {"tags": jf.io.VarLenFeature(jf.string)}
+    """
+    dtype: Any
+
+
+class FixedLenSequenceFeature(NamedTuple):
+    """A feature holding a sequence of items of `shape`: parsed to `[n, *shape]` (TF's name).
+
+    >>> spec = {"frames": jf.io.FixedLenSequenceFeature([2], jf.float32, allow_missing=True)}
+    """
+    shape: Any
+    dtype: Any
+    allow_missing: bool = False
+    default_value: Any = None
+
+
+# One flat, hashable description per feature: (key, kind, dtype, shape, default).
+_Spec = Tuple[str, str, _dt.DType, Tuple[int, ...], Any]
+
+
+def _normalise(features: Dict[str, Any]) -> List[_Spec]:
+    if not isinstance(features, dict) or not features:
+        raise TypeError(f"features: expected a non-empty dict of feature name -> FixedLenFeature / "
+                        f"VarLenFeature / FixedLenSequenceFeature; got {features!r}")
+    specs: List[_Spec] = []
+    for key in sorted(features):  # TF orders its outputs by key too
+        f = features[key]
+        if not isinstance(key, str):
+            raise TypeError(f"features: keys must be str; got {key!r}")
+        if not isinstance(f, (FixedLenFeature, VarLenFeature, FixedLenSequenceFeature)):
+            raise TypeError(f"features[{key!r}]: expected FixedLenFeature, VarLenFeature or "
+                            f"FixedLenSequenceFeature; got {f!r}")
+        dtype = _dt.as_dtype(f.dtype)
+        if dtype not in _ALLOWED:
+            raise ValueError(f"features[{key!r}]: dtype must be jf.int64, jf.float32 or jf.string "
+                             f"(what an Example stores); got {dtype.name}")
+        if isinstance(f, VarLenFeature):
+            specs.append((key, "var", dtype, (), None))
+            continue
+        shape = tuple(int(d) for d in (f.shape if f.shape is not None else ()))
+        if any(d < 0 for d in shape):
+            raise ValueError(f"features[{key!r}]: shape must be fully defined; got {list(f.shape)}")
+        default = None
+        if f.default_value is not None:
+            default = np.asarray(f.default_value, dtype=dtype.as_numpy_dtype)
+            n = int(np.prod(shape)) if shape else 1
+            if isinstance(f, FixedLenFeature):
+                if default.size == 1 and n != 1:
+                    default = np.full(shape, default.reshape(-1)[0], dtype=default.dtype)
+                if default.size != n:
+                    raise ValueError(f"features[{key!r}]: default_value has {default.size} values; "
+                                     f"shape {list(shape)} needs {n}")
+                default = default.reshape(shape)
+        if isinstance(f, FixedLenSequenceFeature):
+            specs.append((key, "seq", dtype, shape, (bool(f.allow_missing), default)))
+        else:
+            specs.append((key, "fixed", dtype, shape, default))
+    return specs
+
+
+def _values(feature_map, key: str, kind: str, dtype: _dt.DType) -> Optional[np.ndarray]:
+    """The values stored under `key`, or None when the Example lacks the feature."""
+    if key not in feature_map:
+        return None
+    return _feature_values(feature_map[key], key, dtype)
+
+
+def _feature_values(feature, key: str, dtype: _dt.DType) -> np.ndarray:
+    which = feature.WhichOneof("kind")
+    want = _LIST_FIELD[dtype]
+    if which is None:  # an empty Feature: zero values of any type
+        return np.empty(0, dtype=dtype.as_numpy_dtype)
+    if which != want:
+        raise InvalidArgumentError(f"Key: {key}.  Data types don't match. Data type: "
+                                   f"{_KIND_NAME[which]} but expected type: {_KIND_NAME[want]}")
+    raw = getattr(feature, which).value
+    if dtype is _dt.string:
+        arr = np.empty(len(raw), dtype=object)
+        arr[:] = list(raw)
+        return arr
+    return np.array(raw, dtype=dtype.as_numpy_dtype)
+
+
+def _parse_one(data: bytes, specs: Sequence[_Spec], index: Optional[int]) -> List[np.ndarray]:
+    where = "" if index is None else f" (record {index} of the batch)"
+    try:
+        example = example_pb.message_class("Example").FromString(data)
+    except Exception as e:
+        raise InvalidArgumentError(f"Could not parse example input{where}: {e}; got "
+                                   f"{len(data)} bytes") from None
+    return _parse_features(example.features.feature, specs, where)
+
+
+def _parse_features(fmap, specs: Sequence[_Spec], where: str) -> List[np.ndarray]:
+    out = []
+    for key, kind, dtype, shape, default in specs:
+        values = _values(fmap, key, kind, dtype)
+        if kind == "var":
+            out.append(values if values is not None else np.empty(0, dtype=dtype.as_numpy_dtype))
+        elif kind == "fixed":
+            if values is None:
+                if default is None:
+                    raise InvalidArgumentError(f"Feature: {key} (data type: {dtype.name}) is required "
+                                               f"but could not be found{where}.")
+                out.append(default)
+                continue
+            n = int(np.prod(shape)) if shape else 1
+            if values.size != n:
+                raise InvalidArgumentError(f"Key: {key}.  Can't parse serialized Example{where}: "
+                                           f"shape {list(shape)} needs {n} values; got {values.size}")
+            out.append(values.reshape(shape))
+        else:  # "seq"
+            allow_missing, _ = default
+            if values is None:
+                if not allow_missing:
+                    raise InvalidArgumentError(f"Feature: {key} (data type: {dtype.name}) is required "
+                                               f"but could not be found{where} (pass allow_missing=True).")
+                values = np.empty(0, dtype=dtype.as_numpy_dtype)
+            item = int(np.prod(shape)) if shape else 1
+            if item == 0 or values.size % item:
+                raise InvalidArgumentError(f"Key: {key}.  Number of values {values.size} is not a "
+                                           f"multiple of the item size {item} (shape {list(shape)}){where}")
+            out.append(values.reshape((values.size // item,) + shape))
+    return out
+
+
+def _pad_stack(arrays: List[np.ndarray], fill: Any) -> np.ndarray:
+    n = max((a.shape[0] for a in arrays), default=0)
+    inner = arrays[0].shape[1:] if arrays else ()
+    out = np.empty((len(arrays), n) + inner, dtype=arrays[0].dtype if arrays else np.float32)
+    out[...] = fill
+    for i, a in enumerate(arrays):
+        out[i, :a.shape[0]] = a
+    return out
+
+
+def _parse_kernel(serialized, specs, batched):
+    out = _parse_batch(serialized, specs) if batched else _parse_one(as_bytes(serialized, "serialized"), specs, None)
+    return out[0] if len(out) == 1 else tuple(out)  # a one-output op returns the array itself
+
+
+def _parse_batch(serialized, specs) -> List[np.ndarray]:
+    """A batch: fixed-length features of every record go into one flat list and become one
+    array (no per-record arrays); the others are parsed per record and padded."""
+    flat = np.asarray(serialized, dtype=object).reshape(-1)
+    parse = example_pb.message_class("Example").FromString
+    n = len(flat)
+    fixed = [(j, spec) for j, spec in enumerate(specs) if spec[1] == "fixed"]
+    other = [(j, spec) for j, spec in enumerate(specs) if spec[1] != "fixed"]
+    values: Dict[int, list] = {j: [] for j, _ in fixed}
+    columns: Dict[int, List[np.ndarray]] = {j: [] for j, _ in other}
+    # Per feature, once: (output slot, key, dtype, field name, value count, default values).
+    plan = [(j, key, dtype, _LIST_FIELD[dtype], int(np.prod(shape)) if shape else 1, shape,
+             None if default is None else default.reshape(-1).tolist())
+            for j, (key, kind, dtype, shape, default) in fixed]
+    other_specs = [spec for _, spec in other]
+    for i, s in enumerate(flat):
+        data = s if s.__class__ is bytes else as_bytes(s, "serialized")
+        try:
+            fmap = parse(data).features.feature
+        except Exception as e:
+            raise InvalidArgumentError(f"Could not parse example input (record {i} of the batch): {e}; got "
+                                       f"{len(data)} bytes") from None
+        for j, key, dtype, field, count, shape, default in plan:
+            feature = fmap.get(key)
+            which = feature.WhichOneof("kind") if feature is not None else None
+            if which is None and (feature is None or (count and default is not None)):
+                if default is None:
+                    raise InvalidArgumentError(f"Feature: {key} (data type: {dtype.name}) is required "
+                                               f"but could not be found (record {i} of the batch).")
+                values[j].extend(default)
+                continue
+            if which != field and which is not None:
+                raise InvalidArgumentError(f"Key: {key}.  Data types don't match. Data type: "
+                                           f"{_KIND_NAME[which]} but expected type: {_KIND_NAME[field]}")
+            raw = getattr(feature, which).value if which is not None else ()
+            if len(raw) != count:
+                raise InvalidArgumentError(f"Key: {key}.  Can't parse serialized Example (record {i} of the "
+                                           f"batch): shape {list(shape)} needs {count} values; got {len(raw)}")
+            values[j].extend(raw)
+        if other:
+            for (j, _), arr in zip(other, _parse_features(fmap, other_specs, f" (record {i} of the batch)")):
+                columns[j].append(arr)
+    out: List[Any] = [None] * len(specs)
+    for j, (key, kind, dtype, shape, default) in fixed:
+        if dtype is _dt.string:
+            arr = np.empty(len(values[j]), dtype=object)
+            arr[:] = values[j]
+        else:
+            arr = np.array(values[j], dtype=dtype.as_numpy_dtype)
+        out[j] = arr.reshape((n,) + shape)
+    for j, (key, kind, dtype, shape, default) in other:
+        fill = b"" if dtype is _dt.string else 0
+        if kind == "seq" and default[1] is not None and default[1].size:
+            fill = default[1].reshape(-1)[0]
+        column = columns[j]
+        out[j] = _pad_stack(column, fill) if column else np.empty((0, 0) + shape, dtype=dtype.as_numpy_dtype)
+    return out
+
+
+def _parse_infer(specs, attrs):
+    dims, dtype = specs[0]
+    check_kind(dtype, "s", "serialized")
+    batched = attrs["batched"]
+    if dims is not None and len(dims) != (1 if batched else 0):
+        what = "a 1-D (batched)" if batched else "a scalar"
+        raise InvalidArgumentError(f"serialized must be {what} string tensor; got shape {list(dims)}")
+    lead = (dims[0] if dims is not None else None,) if batched else ()
+    out = []
+    for key, kind, dt, shape, default in attrs["specs"]:
+        if kind == "fixed":
+            out.append((lead + shape, dt))
+        else:
+            out.append((lead + (None,) + shape, dt))
+    return out
+
+
+register("ParseExampleV2", _parse_infer, cpu=_parse_kernel, public_name="io.parse_example",
+         default_name="ParseExampleV2")
+
+
+def _parse(serialized: Any, features: Dict[str, Any], batched: bool, name: Optional[str]) -> Dict[str, Tensor]:
+    specs = _normalise(features)
+    outs = apply("ParseExampleV2", [convert_to_tensor(serialized, dtype=_dt.string)],
+                 {"specs": tuple(specs), "batched": batched}, name=name)
+    return {spec[0]: t for spec, t in zip(specs, outs)}
+
+
+def parse_single_example(serialized: Any, features: Dict[str, Any], name: Optional[str] = None,
+                         example_names: Any = None) -> Dict[str, Tensor]:
+    """Parse one serialized `Example` into a dict of tensors (TF's `tf.io.parse_single_example`).
+
+    >>> desc = {"image": jf.io.FixedLenFeature([], jf.string),
+    ...         "label": jf.io.FixedLenFeature([], jf.int64)}
+    >>> ds = jf.data.TFRecordDataset("train.tfrecords").map(
+    ...     lambda s: jf.io.parse_single_example(s, desc))      # doctest: +SKIP
+    """
+    return _parse(serialized, features, False, name)
+
+
+def parse_example(serialized: Any, features: Dict[str, Any], name: Optional[str] = None,
+                  example_names: Any = None) -> Dict[str, Tensor]:
+    """Parse a 1-D batch of serialized `Example`s; every output gains a leading batch dimension.
+
+    Cheaper than `parse_single_example` per record: batch first, then parse
+    (`ds.batch(64).map(lambda s: jf.io.parse_example(s, desc))`).
+
+    >>> jf.io.parse_example(jf.constant([rec1, rec2]), desc)   # doctest: +SKIP
+    """
+    return _parse(serialized, features, True, name)
+
+
+# -- SequenceExample ------------------------------------------------------------------------
+def _parse_sequence_kernel(serialized, context_specs, sequence_specs):
+    data = as_bytes(serialized, "serialized")
+    try:
+        seq = example_pb.message_class("SequenceExample").FromString(data)
+    except Exception as e:
+        raise InvalidArgumentError(f"Could not parse SequenceExample input: {e}; got {len(data)} bytes") from None
+    out = _parse_features(seq.context.feature, context_specs, " (context)")
+    lists = seq.feature_lists.feature_list
+    for key, kind, dtype, shape, default in sequence_specs:
+        steps = lists[key].feature if key in lists else None
+        if steps is None:
+            allow_missing = kind == "var" or default[0]
+            if not allow_missing:
+                raise InvalidArgumentError(f"Feature list: {key} (data type: {dtype.name}) is required but "
+                                           "could not be found (pass allow_missing=True).")
+            steps = []
+        rows = [_feature_values(f, key, dtype) for f in steps]
+        if kind == "var":
+            fill = b"" if dtype is _dt.string else 0
+            out.append(_pad_stack(rows, fill) if rows else np.empty((0, 0), dtype=dtype.as_numpy_dtype))
+            continue
+        item = int(np.prod(shape)) if shape else 1
+        for t, r in enumerate(rows):
+            if r.size != item:
+                raise InvalidArgumentError(f"Key: {key}, Index: {t}.  Number of values {r.size} != expected "
+                                           f"{item} for shape {list(shape)}")
+        if rows:
+            out.append(np.stack([r.reshape(shape) for r in rows]))
+        else:
+            out.append(np.empty((0,) + shape, dtype=dtype.as_numpy_dtype))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _parse_sequence_infer(specs, attrs):
+    dims, dtype = specs[0]
+    check_kind(dtype, "s", "serialized")
+    if dims is not None and dims != ():
+        raise InvalidArgumentError(f"serialized must be a scalar string tensor; got shape {list(dims)}")
+    out = [((shape if kind == "fixed" else (None,) + shape), dt)
+           for key, kind, dt, shape, default in attrs["context_specs"]]
+    for key, kind, dt, shape, default in attrs["sequence_specs"]:
+        out.append(((None, None) if kind == "var" else (None,) + shape, dt))
+    return out
+
+
+register("ParseSequenceExampleV2", _parse_sequence_infer, cpu=_parse_sequence_kernel,
+         public_name="io.parse_single_sequence_example", default_name="ParseSingleSequenceExample")
+
+
+def parse_single_sequence_example(serialized: Any, context_features: Optional[Dict[str, Any]] = None,
+                                  sequence_features: Optional[Dict[str, Any]] = None, example_name: Any = None,
+                                  name: Optional[str] = None):
+    """Parse one serialized `SequenceExample` into `(context, sequences)` dicts (TF's name).
+
+    Sequence features are `FixedLenSequenceFeature`s (`[steps, *shape]`) or
+    `VarLenFeature`s (dense `[steps, max_n]`, zero-padded; TF gives a SparseTensor).
+
+    >>> context, seqs = jf.io.parse_single_sequence_example(
+    ...     record, {"length": jf.io.FixedLenFeature([], jf.int64)},
+    ...     {"frames": jf.io.FixedLenSequenceFeature([2], jf.float32)})       # doctest: +SKIP
+    """
+    ctx = _normalise(context_features) if context_features else []
+    seq = _normalise(sequence_features) if sequence_features else []
+    if not ctx and not seq:
+        raise ValueError("parse_single_sequence_example: give context_features and/or sequence_features")
+    for key, kind, _, _, _ in seq:
+        if kind == "fixed":
+            raise TypeError(f"sequence_features[{key!r}]: expected FixedLenSequenceFeature or VarLenFeature; "
+                            "got FixedLenFeature")
+    outs = apply("ParseSequenceExampleV2", [convert_to_tensor(serialized, dtype=_dt.string)],
+                 {"context_specs": tuple(ctx), "sequence_specs": tuple(seq)}, name=name)
+    return ({s[0]: t for s, t in zip(ctx, outs)}, {s[0]: t for s, t in zip(seq, outs[len(ctx):])})
