@@ -239,7 +239,8 @@ class Dataset(abc.ABC):
                      drop_remainder: bool = False, name: Optional[str] = None) -> "Dataset":
         """Batch elements of different shapes, padding each component to a common shape.
 
-        >>> ds = jf.data.Dataset.range(1, 4).map(lambda x: jf.fill([x], x))
+        >>> rows = lambda: ([k] * k for k in range(1, 4))
+        >>> ds = jf.data.Dataset.from_generator(rows, output_signature=jf.TensorSpec([None], jf.int32))
         >>> list(ds.padded_batch(3).as_numpy_iterator())[0].tolist()
         [[1, 0, 0], [2, 2, 0], [3, 3, 3]]
         """

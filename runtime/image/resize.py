@@ -120,7 +120,11 @@ _METHODS = {"bilinear": "bilinear", "nearest": "nearest", "nearest_neighbor": "n
 
 
 class ResizeMethod:
-    """Method names for `jf.image.resize` (TF's `tf.image.ResizeMethod`)."""
+    """Method names for `jf.image.resize` (TF's `tf.image.ResizeMethod`).
+
+    >>> jf.image.resize(jf.ones([4, 4, 1]), [2, 2], method=jf.image.ResizeMethod.NEAREST_NEIGHBOR).shape
+    TensorShape([2, 2, 1])
+    """
     BILINEAR = "bilinear"
     NEAREST_NEIGHBOR = "nearest"
 

@@ -106,7 +106,11 @@ def random_flip_left_right(image: Any, seed: Optional[int] = None) -> Tensor:
 
 
 def random_flip_up_down(image: Any, seed: Optional[int] = None) -> Tensor:
-    """Mirror vertically with probability 1/2 (TF's `tf.image.random_flip_up_down`)."""
+    """Mirror vertically with probability 1/2 (TF's `tf.image.random_flip_up_down`).
+
+    >>> jf.image.random_flip_up_down(jf.zeros([4, 4, 3]), seed=1).shape
+    TensorShape([4, 4, 3])
+    """
     return _random_flip(image, 0, seed)
 
 
@@ -150,8 +154,8 @@ def crop_to_bounding_box(image: Any, offset_height: int, offset_width: int, targ
 def central_crop(image: Any, central_fraction: float) -> Tensor:
     """The central `central_fraction` of each side (TF's `tf.image.central_crop`, same rounding).
 
-    >>> jf.image.central_crop(jf.zeros([10, 10, 3]), 0.5).shape
-    TensorShape([5, 5, 3])
+    >>> jf.image.central_crop(jf.zeros([10, 10, 3]), 0.5).shape   # start = int(2.5) = 2, as in TF
+    TensorShape([6, 6, 3])
     """
     if not 0.0 < central_fraction <= 1.0:
         raise ValueError(f"central_fraction must be in (0, 1]; got {central_fraction!r}")

@@ -240,7 +240,11 @@ def lower(input: Any, encoding: str = "", name: Optional[str] = None) -> Tensor:
 
 
 def upper(input: Any, encoding: str = "", name: Optional[str] = None) -> Tensor:  # noqa: A002
-    """ASCII upper case (TF's `tf.strings.upper`)."""
+    """ASCII upper case (TF's `tf.strings.upper`).
+
+    >>> jf.strings.upper(["abc", "dé"]).numpy()
+    array([b'ABC', b'D\xc3\xa9'], dtype=object)
+    """
     return apply("StringCase", [_strings(input)], {"upper": True}, name=name)[0]
 
 

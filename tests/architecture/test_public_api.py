@@ -40,6 +40,8 @@ def _public_objects() -> Iterator[Tuple[str, object]]:
                 continue
             if isinstance(obj, type) and issubclass(obj, BaseException) and prefix == "jf.errors":
                 continue
+            if isinstance(obj, type) and any(c.__module__.startswith("google.") for c in obj.__mro__[1:]):
+                continue  # protobuf messages (`jf.train.Example`): TensorFlow's own protos, documented there
             seen.add(id(obj))
             yield f"{prefix}.{name}", obj
 
