@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import os
 import sys
-import time
 from dataclasses import dataclass
 from typing import Optional, TextIO
 

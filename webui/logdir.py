@@ -25,7 +25,6 @@ is checked incrementally.
 """
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
