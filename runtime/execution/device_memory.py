@@ -185,7 +185,8 @@ class DeviceMemory:
             gc.collect()
             ok = ok and self.in_use == 0 and (not self.cache or self.reserved > 0)
         except Exception as e:  # pragma: no cover - depends on the numba build
-            warnings.warn(f"jitflow: the caching GPU allocator is unavailable ({e}); using numba's allocator")
+            warnings.warn(f"jitflow: the caching GPU allocator is unavailable ({e}); using numba's allocator",
+                          stacklevel=2)
             ok = False
         if not ok:
             self._free.clear()

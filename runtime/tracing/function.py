@@ -224,7 +224,7 @@ class ConcreteFunction:
         try:
             return self._call_flat(self._bind_call(args, kwargs))
         except Exception as e:
-            raise _tb.filtered(e)
+            raise _tb.filtered(e)  # noqa: B904 -- re-raises `e` itself (traceback trimmed)
 
     def _bind_call(self, args: tuple, kwargs: dict) -> List[Any]:
         """Match a direct call against the traced signature; only tensor arguments are passed."""
@@ -568,7 +568,7 @@ class Function(direct_call.FunctionBase):
         try:
             return self._get_concrete_unfiltered(*args, **kwargs)
         except Exception as e:
-            raise _tb.filtered(e)
+            raise _tb.filtered(e)  # noqa: B904 -- re-raises `e` itself (traceback trimmed)
 
     def _get_concrete_unfiltered(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         if self._input_signature is not None:
@@ -591,7 +591,7 @@ class Function(direct_call.FunctionBase):
         try:
             return self._call_unfiltered(*args, **kwargs)
         except Exception as e:
-            raise _tb.filtered(e)
+            raise _tb.filtered(e)  # noqa: B904 -- re-raises `e` itself (traceback trimmed)
 
     def _call_unfiltered(self, *args: Any, **kwargs: Any) -> Any:
         """Bind, key, find or trace, run."""
