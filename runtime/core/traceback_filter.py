@@ -25,7 +25,8 @@ __all__ = ["enable_traceback_filtering", "disable_traceback_filtering", "is_trac
            "register_internal_path", "filtered", "user_stacklevel"]
 
 # Source directories whose frames are internal, and the pseudo-files of generated code.
-_internal: Tuple[str, ...] = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, "<jitflow")  # runtime/
+_internal: Tuple[str, ...] = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # runtime/
+                              "<jitflow")
 _enabled = os.environ.get("JITFLOW_TRACEBACK_FILTERING", "1").lower() not in ("0", "false", "no")
 
 

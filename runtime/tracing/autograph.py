@@ -251,7 +251,8 @@ class _ControlFlow(ast.NodeTransformer):
             out.append(ast.Global(names=glob))
         return out
 
-    def _fn(self, name: str, body: List[ast.stmt], names: List[str], args: Optional[List[str]] = None) -> ast.FunctionDef:
+    def _fn(self, name: str, body: List[ast.stmt], names: List[str],
+            args: Optional[List[str]] = None) -> ast.FunctionDef:
         arguments = ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in (args or [])], kwonlyargs=[],
                                   kw_defaults=[], defaults=[])
         return _def(name, arguments, self._declare(names) + (body or [ast.Pass()]))

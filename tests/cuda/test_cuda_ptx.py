@@ -104,7 +104,8 @@ def test_elementwise_kernels():
     for dt in FLOATS:
         n += compile_all(P.map1_flat(K.isfinite_), [(arr(np.bool_), arr(dt))])
     for dt in FLOATS + INTS + [np.bool_]:
-        n += compile_all(P.map3(P.select_), [(arr(dt), arr(np.bool_), tup(1), arr(dt), tup(1), arr(dt), tup(1), tup(1))])
+        n += compile_all(P.map3(P.select_),
+                         [(arr(dt), arr(np.bool_), tup(1), arr(dt), tup(1), arr(dt), tup(1), tup(1))])
     assert n > 100
 
 
