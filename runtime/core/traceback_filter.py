@@ -98,7 +98,7 @@ def filtered(exc: BaseException) -> BaseException:
 def user_stacklevel(skip: int = 1) -> int:
     """The `stacklevel` for `warnings.warn`, called by the function `skip` frames up from
     here, that names the first frame outside jitflow."""
-    frame = sys._getframe(skip)
+    frame: Optional[types.FrameType] = sys._getframe(skip)
     level = 1
     while frame is not None and _is_internal(frame.f_code.co_filename):
         frame = frame.f_back
