@@ -39,12 +39,12 @@ def install(cls: type) -> None:
             setattr(cls, f"__{name}__", _equality(fn))
         else:
             setattr(cls, f"__{name}__", lambda self, other, fn=fn: fn(self, other))
-    cls.__neg__ = lambda self: math_ops.negative(self)
-    cls.__abs__ = lambda self: math_ops.abs(self)
-    cls.__invert__ = lambda self: math_ops.logical_not(self)
-    cls.__pos__ = lambda self: self
-    cls.__getitem__ = lambda self, item: array_ops.getitem(
-        self if isinstance(self, Tensor) else self.read_value(), item)
+    setattr(cls, "__neg__", lambda self: math_ops.negative(self))
+    setattr(cls, "__abs__", lambda self: math_ops.abs(self))
+    setattr(cls, "__invert__", lambda self: math_ops.logical_not(self))
+    setattr(cls, "__pos__", lambda self: self)
+    setattr(cls, "__getitem__", lambda self, item: array_ops.getitem(
+        self if isinstance(self, Tensor) else self.read_value(), item))
 
 
 install(Tensor)  # `jf.Variable` installs the same operators on itself (runtime.state)
