@@ -49,9 +49,10 @@ if SIMULATED:
         def reshape(self, *args, **kwargs):
             return _ArrayType(self._ary.reshape(*args, **kwargs), stream=self.stream)
 
-    DEVICE_ARRAY_TYPES: Tuple[type, ...] = (FakeCUDAArray,)
+    DEVICE_ARRAY_TYPES: Tuple[Any, ...] = (FakeCUDAArray,)  # numba classes: untyped here
 else:
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray as _ArrayType
+    # The simulator's class above or numba's: one name, chosen once at import.
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray as _ArrayType  # type: ignore[no-redef]
     from numba.cuda.cudadrv import devicearray as _devicearray
     DEVICE_ARRAY_TYPES = (_ArrayType, _devicearray.DeviceNDArrayBase)
 

@@ -1,6 +1,8 @@
 """Python operators on tensors and variables map to registry ops (`a + b` → AddV2)."""
 from __future__ import annotations
 
+from typing import Any
+
 from jitflow.runtime.core.tensor import Tensor
 from jitflow.runtime.ops import array_ops, math_ops
 
@@ -30,7 +32,7 @@ def _equality(fn):
     return compare
 
 
-def install(cls: type) -> None:
+def install(cls: Any) -> None:  # a class that gains the operators (Tensor, Variable)
     for name, fn in _BINARY.items():
         setattr(cls, f"__{name}__", lambda self, other, fn=fn: fn(self, other))
         setattr(cls, f"__r{name}__", _reflected(fn))
@@ -39,12 +41,12 @@ def install(cls: type) -> None:
             setattr(cls, f"__{name}__", _equality(fn))
         else:
             setattr(cls, f"__{name}__", lambda self, other, fn=fn: fn(self, other))
-    setattr(cls, "__neg__", lambda self: math_ops.negative(self))
-    setattr(cls, "__abs__", lambda self: math_ops.abs(self))
-    setattr(cls, "__invert__", lambda self: math_ops.logical_not(self))
-    setattr(cls, "__pos__", lambda self: self)
-    setattr(cls, "__getitem__", lambda self, item: array_ops.getitem(
-        self if isinstance(self, Tensor) else self.read_value(), item))
+    cls.__neg__ = lambda self: math_ops.negative(self)
+    cls.__abs__ = lambda self: math_ops.abs(self)
+    cls.__invert__ = lambda self: math_ops.logical_not(self)
+    cls.__pos__ = lambda self: self
+    cls.__getitem__ = lambda self, item: array_ops.getitem(
+        self if isinstance(self, Tensor) else self.read_value(), item)
 
 
 install(Tensor)  # `jf.Variable` installs the same operators on itself (runtime.state)
