@@ -58,7 +58,8 @@ def _domain(name: str, values: Any, info: api_pb2.HParamInfo) -> None:
     if not isinstance(values, (list, tuple)) or not values:
         raise TypeError(f"hparam_domain_discrete[{name!r}]: expected a non-empty list of values, "
                         f"got {describe(values)}")
-    kinds = {api_pb2.DATA_TYPE_BOOL: bool, api_pb2.DATA_TYPE_STRING: str, api_pb2.DATA_TYPE_FLOAT64: numbers.Real}
+    kinds: Mapping[int, Any] = {api_pb2.DATA_TYPE_BOOL: bool, api_pb2.DATA_TYPE_STRING: str,
+                                api_pb2.DATA_TYPE_FLOAT64: numbers.Real}
     want = kinds.get(info.type)
     lv = struct_pb2.ListValue()
     for v in values:
