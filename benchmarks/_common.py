@@ -201,7 +201,7 @@ def format_ns(ns: Optional[float]) -> str:
     """A duration with a unit that keeps 3 significant digits: `812 ns`, `4.21 µs`, `1.30 s`."""
     if ns is None:
         return "-"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):  # noqa: B007 -- `unit` is read after the break
         if ns >= scale:
             value = ns / scale
             break

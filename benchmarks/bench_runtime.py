@@ -292,7 +292,8 @@ def _r(x: Optional[float]) -> str:
 def parse_args(argv: Optional[Sequence[str]]) -> Options:
     p = argparse.ArgumentParser(prog="bench_runtime", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--repeat", type=int, default=None, help="steady-state samples per row (default 200; 15 with --quick)")
+    p.add_argument("--repeat", type=int, default=None,
+                   help="steady-state samples per row (default 200; 15 with --quick)")
     p.add_argument("--warmup", type=int, default=None, help="warm-up calls before sampling (default 20)")
     p.add_argument("--retrace-trials", type=int, default=None,
                    help="fresh function objects timed after the first call (default 5)")

@@ -229,14 +229,16 @@ def print_report(payload: Dict[str, Any], out=None) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="bench_tracer", description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=None, help="steady-state samples per row (default 200; 15 with --quick)")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="steady-state samples per row (default 200; 15 with --quick)")
     ap.add_argument("--warmup", type=int, default=20, help="warm-up calls before sampling (default 20)")
     ap.add_argument("--chain-ops", type=int, default=150, help="ops in the overhead chain (default 150)")
     ap.add_argument("--size", type=int, default=10, help="float32 values per input (default 10)")
     ap.add_argument("--nodes", type=int, default=1000, help="nodes in the exported graph (default 1000)")
     ap.add_argument("--gc-calls", type=int, default=None,
                     help="calls timed with the garbage collector on (default 2000; 200 with --quick)")
-    ap.add_argument("--export-repeat", type=int, default=None, help="exports timed, best kept (default 5; 1 with --quick)")
+    ap.add_argument("--export-repeat", type=int, default=None,
+                    help="exports timed, best kept (default 5; 1 with --quick)")
     ap.add_argument("--quick", action="store_true", help="smoke run: few samples, one export")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = ap.parse_args(argv)

@@ -69,7 +69,7 @@ def _say(message: str) -> None:
 
 
 def _choose_port(host: str, wanted: int, what: str) -> Optional[int]:
-    from jitflow.webui.server import pick_port  # lazy: Flask, TensorBoard and the demo load only for the command that needs them
+    from jitflow.webui.server import pick_port  # lazy: heavy deps load per command
     try:
         port = pick_port(host, wanted)
     except OSError as e:
@@ -86,8 +86,8 @@ def _profile_plugin_missing() -> bool:
 
 
 def run_panel(args: argparse.Namespace) -> int:
-    from jitflow.webui import create_app, hosts  # lazy: Flask, TensorBoard and the demo load only for the command that needs them
-    from jitflow.webui.server import PanelServer, TensorBoardProcess, allowed_hosts  # lazy: Flask, TensorBoard and the demo load only for the command that needs them
+    from jitflow.webui import create_app, hosts  # lazy: heavy deps load per command
+    from jitflow.webui.server import PanelServer, TensorBoardProcess, allowed_hosts  # lazy: heavy deps load per command
 
     logdir = os.path.abspath(os.path.expanduser(args.logdir))
     if os.path.exists(logdir) and not os.path.isdir(logdir):
@@ -182,7 +182,7 @@ def _positive(text: str) -> int:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from jitflow.demo import new_run_dir, train  # lazy: Flask, TensorBoard and the demo load only for the command that needs them
+    from jitflow.demo import new_run_dir, train  # lazy: heavy deps load per command
     if os.path.exists(args.logdir) and not os.path.isdir(args.logdir):
         print(f"jitflow demo: --logdir {args.logdir!r} is not a directory", file=sys.stderr)
         return 2
@@ -215,7 +215,7 @@ def add_inspect_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    from jitflow.report import report  # lazy: Flask, TensorBoard and the demo load only for the command that needs them
+    from jitflow.report import report  # lazy: heavy deps load per command
     if not os.path.isdir(args.logdir):
         print(f"jitflow inspect: {args.logdir!r} is not a directory", file=sys.stderr)
         return 2

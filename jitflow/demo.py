@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import os
 import sys
-import time
 from dataclasses import dataclass
 from typing import Optional, TextIO
 
@@ -35,7 +34,9 @@ class Dense(jf.Module):
     def __init__(self, n_in: int, n_out: int, activation=None, name: Optional[str] = None) -> None:
         super().__init__(name=name)
         with self.name_scope:
-            self.w = jf.Variable(jf.initializers.GlorotUniform(seed=len(self.name))([n_in, n_out]), name="w")
+            # mypy sees no names in jf.initializers: its star import names jitflow.runtime, which the
+            # type checker does not map onto runtime/ in this source layout
+            self.w = jf.Variable(jf.initializers.GlorotUniform(seed=len(self.name))([n_in, n_out]), name="w")  # type: ignore[attr-defined]
             self.b = jf.Variable(jf.zeros([n_out]), name="b")
         self.activation = activation
 

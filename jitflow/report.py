@@ -33,9 +33,9 @@ def _last_scalars(path: str) -> List[tuple]:
 
 def report(logdir: str, stream: TextIO, top_ops: int = 5) -> int:
     """Write the summary of `logdir` to `stream`; returns the number of runs found."""
-    from jitflow.webui.charts import plural  # lazy: the panel's models (TensorBoard loaders) load only for `jitflow inspect`
-    from jitflow.webui.logdir import Logdir  # lazy: the panel's models (TensorBoard loaders) load only for `jitflow inspect`
-    from jitflow.webui.model import functions, op_profile  # lazy: the panel's models (TensorBoard loaders) load only for `jitflow inspect`
+    from jitflow.webui.charts import plural  # lazy: TensorBoard loaders, for `jitflow inspect`
+    from jitflow.webui.logdir import Logdir  # lazy: TensorBoard loaders, for `jitflow inspect`
+    from jitflow.webui.model import functions, op_profile  # lazy: TensorBoard loaders, for `jitflow inspect`
 
     runs = Logdir(logdir).runs()
     if not runs:

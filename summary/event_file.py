@@ -33,7 +33,7 @@ import socket
 import threading
 import time
 import weakref
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Sequence, cast
 
 from jitflow.summary import lifecycle, protos, record_writer
 
@@ -155,7 +155,7 @@ def _abandon(f: BinaryIO) -> None:
         f.close()  # unbuffered: closing the child's descriptor writes nothing
         return
     try:
-        f.closed = True  # fsspec files upload on close/GC unless marked closed
+        cast(Any, f).closed = True  # fsspec files upload on close/GC unless marked closed
     except Exception:
         pass
     _inherited_files.append(f)  # never collected in the child
@@ -167,6 +167,8 @@ class _Sink:
     Kept apart from `EventFileWriter` so that the file can be closed when the
     writer object is garbage-collected (a finalizer must not hold the writer).
     """
+
+    _file: BinaryIO | None  # None once closed, and in a forked child until it writes
 
     def __init__(self, logdir: str, max_queue: int, flush_secs: float, suffix: str) -> None:
         self.logdir, self._suffix = logdir, suffix
@@ -216,7 +218,8 @@ class _Sink:
             if self._file is None and self._error is None:
                 return  # closed meanwhile, or a forked child that has not written yet
             try:
-                self._drain_locked()
+                self._drain_locked()  # raises if the writer failed: the file is open below
+                assert self._file is not None
                 self._write_guarded(self._file.flush)
             except BaseException:
                 self._mark_seen()
@@ -243,6 +246,7 @@ class _Sink:
                            "open a new writer to write more")
 
     def _raise_error(self) -> None:
+        assert self._error is not None  # called only once the writer has failed
         self._error_reported = True
         raise self._error.with_traceback(None)
 
@@ -287,6 +291,8 @@ class _Sink:
             self._raise_error()
         if not n:
             return
+        # Records wait only in an open writer: close drains first, a forked child reopens.
+        assert self._file is not None
         progress = [0]
         try:
             data = record_writer.frame_many(items)
@@ -309,7 +315,7 @@ class _Sink:
         except Exception as e:
             self._fail(e)
 
-    def _fail(self, e: Exception, items: list = (), nbytes: int = 0) -> None:
+    def _fail(self, e: Exception, items: Sequence[bytes] = (), nbytes: int = 0) -> None:
         """Fail the writer with I/O error `e` and raise it. The records of the
         batch not written whole (`nbytes` of it were) count as lost."""
         self._error = _named_error(self.path, e)
@@ -357,6 +363,7 @@ class _Sink:
         with self._lock:
             if self._closed or self._inherited or self._error is not None:
                 return
+            assert self._file is not None  # open: not closed, failed or inherited
             try:
                 self._drain_locked()
                 self._write_guarded(self._file.flush)
@@ -381,7 +388,7 @@ class _Sink:
         lifecycle.unregister(self)
 
 
-def _whole_records(payloads: list, nbytes: int) -> int:
+def _whole_records(payloads: Sequence[bytes], nbytes: int) -> int:
     """How many framed payloads fit whole in the first `nbytes` written."""
     count = 0
     for p in payloads:

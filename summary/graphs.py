@@ -57,7 +57,7 @@ def _jitflow_graph(obj: Any, example_inputs: Any) -> Graph | None:
         return obj
     if isinstance(obj, ConcreteFunction):
         return obj.graph
-    function = obj if isinstance(obj, Function) else getattr(obj, "__call__", None)
+    function = obj if isinstance(obj, Function) else getattr(obj, "__call__", None)  # noqa: B004 -- the bound method itself, not a test
     if not isinstance(function, Function):
         return None
     if example_inputs is not None:

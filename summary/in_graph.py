@@ -45,10 +45,10 @@ def _infer(specs, attrs):
 
 def _kernel(data, *extra, kind: str, tag: str, kwargs: Dict[str, Any], writer: Any = None,
             has_step: bool = False, record: Any = _NO_RECORD, has_record: bool = False):
-    extra = list(extra)
-    step = int(np.asarray(extra.pop(0))) if has_step else None
+    rest = list(extra)
+    step = int(np.asarray(rest.pop(0))) if has_step else None
     if has_record:
-        record = bool(np.asarray(extra.pop(0)))
+        record = bool(np.asarray(rest.pop(0)))
     fn = FRONTS[kind]
     # The tag was scoped at trace time; write it as is, whatever scope the caller is in now.
     args = (data,) if kind == "write_raw_pb" else (tag, data)  # write_raw_pb has no tag of its own

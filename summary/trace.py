@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import warnings
 from time import time as _now
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from tensorboard.compat.proto import summary_pb2
 
@@ -23,7 +23,7 @@ from jitflow.tracer import run_metadata as _run_metadata
 RUN_METADATA_PLUGIN = "graph_run_metadata"   # graph + step stats (TensorBoard Graphs)
 GRAPH_ONLY_PLUGIN = "graph_run_metadata_graph"
 
-_options = {"graph": True, "profiler": False, "profiler_outdir": None}
+_options: Dict[str, Any] = {"graph": True, "profiler": False, "profiler_outdir": None}
 
 
 def _outdir(value: Any) -> Optional[str]:

@@ -257,7 +257,8 @@ def create_file_writer(logdir: str | os.PathLike | None, max_queue: int | None =
         >>> w.close()
     """
     if experimental_mesh is not None:
-        raise ValueError(f"experimental_mesh: jitflow has no DTensor meshes; expected None, got {describe(experimental_mesh)}")
+        raise ValueError("experimental_mesh: jitflow has no DTensor meshes; expected None, "
+                         f"got {describe(experimental_mesh)}")
     if not isinstance(experimental_trackable, bool):
         raise TypeError(f"experimental_trackable: expected a bool, got {describe(experimental_trackable)}")
     if logdir is None:

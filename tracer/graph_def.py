@@ -62,7 +62,8 @@ def attr_value(value: Any) -> Optional[attr_value_pb2.AttrValue]:
         if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in items):
             return attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(i=[int(v) for v in items]))
         if all(isinstance(v, (int, np.integer, type(None))) for v in items):
-            return attr_value_pb2.AttrValue(list=attr_value_pb2.AttrValue.ListValue(i=[-1 if v is None else int(v) for v in items]))
+            return attr_value_pb2.AttrValue(
+                list=attr_value_pb2.AttrValue.ListValue(i=[-1 if v is None else int(v) for v in items]))
     return None
 
 

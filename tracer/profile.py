@@ -146,7 +146,8 @@ def build_xspace(capture: Capture, host: str) -> Any:
         plane = PlaneBuilder(i + 2, name)
         line = plane.line(1, GPU_LINE, capture.wall_ns(origin))
         for span in sorted(device, key=lambda s: s.start_ns):
-            event = line.events.add(metadata_id=plane.event_metadata(span.name), offset_ps=(span.start_ns - origin) * 1000,
+            event = line.events.add(metadata_id=plane.event_metadata(span.name),
+                                    offset_ps=(span.start_ns - origin) * 1000,
                                     duration_ps=max(0, span.end_ns - span.start_ns) * 1000)
             event.stats.extend(plane.stat(k, v) for k, v in span.args.items())
         line.duration_ps = max((e.offset_ps + e.duration_ps for e in line.events), default=0)

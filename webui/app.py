@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, cast
 from urllib.parse import urlencode
 
 from flask import Flask, Response, jsonify, render_template, request
+from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException, SecurityError
 
 from . import charts, functions, hosts, profiles, runs
@@ -49,7 +50,7 @@ def create_app(logdir: str | os.PathLike | None = None,
     if not app.config["LOGDIR"]:
         raise ValueError("logdir: the panel needs a logdir (create_app(logdir), LOGDIR in the config, "
                          "or $JITFLOW_LOGDIR)")
-    app.json.sort_keys = False
+    cast(DefaultJSONProvider, app.json).sort_keys = False  # Flask's default provider
     app.extensions[EXTENSION] = Logdir(app.config["LOGDIR"])
     app.url_map.converters["run"] = RunConverter
 

@@ -50,8 +50,8 @@ def timeline(rows: Sequence[dict], width: int = 900, label_width: int = 180, row
     from its start (`timestamp` or event `wall_time`, minus its cost) for its cost (trace + compile
     seconds), at least `min_mark` pixels wide, coloured by reason kind.
     """
-    starts = [_start(t) for r in rows for t in r["traces"] if _start(t) is not None]
-    ends = [_start(t) + t["cost_seconds"] for r in rows for t in r["traces"] if _start(t) is not None]
+    starts = [s for r in rows for t in r["traces"] if (s := _start(t)) is not None]
+    ends = [s + t["cost_seconds"] for r in rows for t in r["traces"] if (s := _start(t)) is not None]
     t0 = min(starts) if starts else 0.0
     span = (max(ends) - t0) if ends else 0.0
     span = span if span > 0 else 1.0

@@ -25,12 +25,11 @@ is checked incrementally.
 """
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from tensorboard.backend.event_processing import directory_watcher, event_file_loader, io_wrapper
 from tensorboard.backend.event_processing import plugin_event_accumulator as pea
@@ -95,7 +94,7 @@ class _Scanner:
         self.path = path
         self.records = 0
         self.error: Optional[str] = None
-        self._reader = None
+        self._reader: Any = None  # TensorBoard's PyRecordReader, opened on the first scan
 
     def scan(self) -> Optional[str]:
         if self._reader is None:
@@ -264,6 +263,7 @@ class Logdir:
 
     def _snapshot(self, cache: _RunCache) -> RunData:
         acc = cache.accumulator
+        assert acc is not None  # _reload made one
         data = RunData(name=cache.name, path=cache.path, loaded_at=time.time())
         data.errors.extend(cache.load_errors)
         for file_name in sorted(cache.scanners):

@@ -175,7 +175,8 @@ class TensorBoardProcess:
         if os.name == "posix":
             popen.setdefault("start_new_session", True)
         else:  # pragma: no cover - Windows
-            popen.setdefault("creationflags", subprocess.CREATE_NEW_PROCESS_GROUP)
+            # Windows-only constant; mypy checks against the host platform's stubs.
+            popen.setdefault("creationflags", subprocess.CREATE_NEW_PROCESS_GROUP)  # type: ignore[attr-defined]
         wrapper = [sys.executable, "-m", "jitflow.webui.tensorboard_child", str(os.getpid()), "--"]
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()

@@ -603,7 +603,7 @@ _DEVICE_VARIANTS = {K.sign_: sign_}
 # -- the table ------------------------------------------------------------------------------------
 def _elementwise_table() -> Dict[str, Any]:
     table: Dict[str, Any] = {}
-    for op, _pub, _name, kinds, out, fn, _ref in _math._BINARY:
+    for op, _pub, _name, _kinds, out, fn, _ref in _math._BINARY:
         table[op] = Elementwise(fn, "bool" if out is not None else "same", op)
     for op, _pub, _name, _kinds, fn, _ref in _math._UNARY:
         table[op] = Elementwise(_DEVICE_VARIANTS.get(fn, fn), "same", op)

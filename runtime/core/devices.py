@@ -245,7 +245,8 @@ def get_memory_growth(device: PhysicalDevice) -> bool:
 
 
 def set_logical_device_configuration(device: PhysicalDevice, logical_devices: Optional[List[Any]]) -> None:
-    """Split a physical device into logical ones (`tf.config.set_logical_device_configuration`); only before the devices initialise.
+    """Split a physical device into logical ones (`tf.config.set_logical_device_configuration`); only
+    before the devices initialise.
 
     >>> cpu = jf.config.list_physical_devices('CPU')[0]
     >>> jf.config.set_logical_device_configuration(cpu, [jf.config.LogicalDeviceConfiguration()] * 2)  # doctest: +SKIP

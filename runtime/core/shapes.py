@@ -5,7 +5,7 @@ hash and compare on the per-call path. `TensorShape` is the user-facing wrapper.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Tuple
+from typing import Any, Iterable, List, Optional, Tuple, cast
 
 Dims = Optional[Tuple[Optional[int], ...]]
 
@@ -45,7 +45,7 @@ class TensorShape:
         if not self.is_fully_defined():
             return None
         n = 1
-        for d in self._dims:
+        for d in cast(Tuple[int, ...], self._dims):  # fully defined: no None
             n *= d
         return n
 
@@ -107,7 +107,7 @@ def normalize(dims: Any) -> Dims:
         items = tuple(dims)
     except TypeError:
         raise TypeError(f"shape: expected None, an int or a list of ints/None; got {dims!r}") from None
-    out = []
+    out: List[Optional[int]] = []
     for d in items:
         if d is None or d == -1 and not isinstance(d, bool):
             out.append(None)

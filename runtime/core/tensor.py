@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
-from jitflow.runtime.core.shapes import TensorShape, format_dims, is_compatible, merge, normalize
+from jitflow.runtime.core.shapes import Dims, TensorShape, format_dims, is_compatible, merge, normalize
 
 if TYPE_CHECKING:
     from jitflow.runtime.core.graph import Node
@@ -34,6 +34,9 @@ class Tensor:
     __slots__ = ()
     # numpy must defer to our operators: `np_array + tensor` → Tensor.__radd__.
     __array_priority__ = 100
+    # Declared for the type checker; every subclass holds them in its own slots.
+    _dtype: _dt.DType
+    _dims: Dims
 
     @property
     def dtype(self) -> _dt.DType:

@@ -25,7 +25,8 @@ __all__ = ["enable_traceback_filtering", "disable_traceback_filtering", "is_trac
            "register_internal_path", "filtered", "user_stacklevel"]
 
 # Source directories whose frames are internal, and the pseudo-files of generated code.
-_internal: Tuple[str, ...] = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, "<jitflow")  # runtime/
+_internal: Tuple[str, ...] = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # runtime/
+                              "<jitflow")
 _enabled = os.environ.get("JITFLOW_TRACEBACK_FILTERING", "1").lower() not in ("0", "false", "no")
 
 
@@ -97,7 +98,7 @@ def filtered(exc: BaseException) -> BaseException:
 def user_stacklevel(skip: int = 1) -> int:
     """The `stacklevel` for `warnings.warn`, called by the function `skip` frames up from
     here, that names the first frame outside jitflow."""
-    frame = sys._getframe(skip)
+    frame: Optional[types.FrameType] = sys._getframe(skip)
     level = 1
     while frame is not None and _is_internal(frame.f_code.co_filename):
         frame = frame.f_back

@@ -66,7 +66,7 @@ experimental.__dict__.update(
     get_virtual_device_configuration=get_logical_device_configuration,
     VirtualDeviceConfiguration=LogicalDeviceConfiguration,
 )
-experimental.__all__ = sorted(n for n in experimental.__dict__ if not n.startswith("_"))
+experimental.__dict__["__all__"] = sorted(n for n in experimental.__dict__ if not n.startswith("_"))
 
 __all__ = ["list_physical_devices", "list_logical_devices", "set_visible_devices", "get_visible_devices",
            "set_logical_device_configuration", "get_logical_device_configuration", "LogicalDeviceConfiguration",

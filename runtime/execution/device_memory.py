@@ -49,9 +49,10 @@ if SIMULATED:
         def reshape(self, *args, **kwargs):
             return _ArrayType(self._ary.reshape(*args, **kwargs), stream=self.stream)
 
-    DEVICE_ARRAY_TYPES: Tuple[type, ...] = (FakeCUDAArray,)
+    DEVICE_ARRAY_TYPES: Tuple[Any, ...] = (FakeCUDAArray,)  # numba classes: untyped here
 else:
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray as _ArrayType
+    # The simulator's class above or numba's: one name, chosen once at import.
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray as _ArrayType  # type: ignore[no-redef]
     from numba.cuda.cudadrv import devicearray as _devicearray
     DEVICE_ARRAY_TYPES = (_ArrayType, _devicearray.DeviceNDArrayBase)
 
@@ -185,7 +186,8 @@ class DeviceMemory:
             gc.collect()
             ok = ok and self.in_use == 0 and (not self.cache or self.reserved > 0)
         except Exception as e:  # pragma: no cover - depends on the numba build
-            warnings.warn(f"jitflow: the caching GPU allocator is unavailable ({e}); using numba's allocator")
+            warnings.warn(f"jitflow: the caching GPU allocator is unavailable ({e}); using numba's allocator",
+                          stacklevel=2)
             ok = False
         if not ok:
             self._free.clear()

@@ -38,6 +38,11 @@ class PythonFunctionBase:
     """The base of `Function` without the C accelerator: the same fields as C's
     `FunctionBase`; the direct path itself comes from `function_class`."""
 
+    _direct: Dict[Any, Any]
+    _direct_arity: int
+    _call_count: int
+    _call_general: Callable[..., Any]  # defined by `Function`, the subclass
+
     def __new__(cls, *args: Any, **kwargs: Any) -> "PythonFunctionBase":
         self = super().__new__(cls)
         self._direct = {}          # settled concrete functions' runners by (dtype, shape, ...)

@@ -73,6 +73,7 @@ def move(value: Any, target: str) -> Any:
             return value
         return _timed_copy(COPY_FROM, _copy_from_device, value, CPU0)
     gpu = devices.gpu_by_name(target)
+    assert dm is not None  # loaded above for every target but the CPU
     mem = dm.use(gpu)
     if dm.is_device_array(value) and dm.current_gpu_name() == target:
         return value

@@ -6,7 +6,7 @@ immutable tensors, which a numba kernel could only make slower by copying.
 from __future__ import annotations
 
 import builtins
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -415,7 +415,8 @@ register("StridedSlice", _slice_infer, cpu=_slice_kernel, public_name="strided_s
 
 def _index_spec(item: Any):
     items = item if isinstance(item, tuple) else (item,)
-    spec, dynamic = [], []
+    spec: List[Tuple[Any, ...]] = []  # ("slice", start, stop, step), ("int", i), ("newaxis",), ...
+    dynamic: List[Any] = []
     for it in items:
         if it is Ellipsis:
             spec.append(("ellipsis",))

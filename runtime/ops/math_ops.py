@@ -7,7 +7,7 @@ written in terms of primitives, so they get gradients and graph nodes for free.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -42,7 +42,7 @@ def _object_safe(kernel: K.UfuncKernel, numpy_fn):
 
 
 # (tf_op, public name, default node name, kinds, output dtype, numba scalar fn, numpy reference)
-_BINARY = [
+_BINARY: List[Tuple[Any, ...]] = [
     ("AddV2", "add", "add", "fi", None, K.add_, np.add),
     ("Sub", "subtract", "sub", "fi", None, K.sub_, np.subtract),
     ("Mul", "multiply", "mul", "fi", None, K.mul_, np.multiply),
@@ -62,7 +62,7 @@ _BINARY = [
     ("LogicalOr", "logical_or", "LogicalOr", "b", None, K.or_, np.logical_or),
 ]
 
-_UNARY = [
+_UNARY: List[Tuple[Any, ...]] = [
     ("LogicalNot", "logical_not", "LogicalNot", "b", K.not_, np.logical_not),
     ("Neg", "negative", "Neg", "fi", K.neg_, np.negative),
     ("Abs", "abs", "Abs", "fi", K.abs_, np.abs),

@@ -1,6 +1,8 @@
 """Python operators on tensors and variables map to registry ops (`a + b` → AddV2)."""
 from __future__ import annotations
 
+from typing import Any
+
 from jitflow.runtime.core.tensor import Tensor
 from jitflow.runtime.ops import array_ops, math_ops
 
@@ -30,7 +32,7 @@ def _equality(fn):
     return compare
 
 
-def install(cls: type) -> None:
+def install(cls: Any) -> None:  # a class that gains the operators (Tensor, Variable)
     for name, fn in _BINARY.items():
         setattr(cls, f"__{name}__", lambda self, other, fn=fn: fn(self, other))
         setattr(cls, f"__r{name}__", _reflected(fn))

@@ -82,6 +82,7 @@ def _new_stream(op_seed: Optional[int], persistent: bool) -> RandomStream:
     g, o = get_seed(op_seed)
     if g is None:
         return RandomStream(int.from_bytes(os.urandom(8), "little"))
+    assert o is not None  # get_seed gives an op seed whenever it gives a global one
     if not persistent:
         return RandomStream(_mix(g, o))
     key = (g, o)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class OpDef:
 
 OPS: Dict[str, OpDef] = {}
 GRADIENTS: Dict[str, Callable] = {}   # TF op → fn(record, grads) -> per-input grads (None = no grad)
-NOT_DIFFERENTIABLE = set()            # ops whose outputs carry no gradient
+NOT_DIFFERENTIABLE: Set[str] = set()  # ops whose outputs carry no gradient
 # Set by `autodiff` while any GradientTape records: apply() reports each op to it.
 tape_active = False
 tape_hook: Optional[Callable[..., None]] = None
@@ -138,6 +138,7 @@ def apply(tf_op: str, inputs: Sequence[Any], attrs: Dict[str, Any] = EMPTY_ATTRS
     else:
         outputs = _add_to_graph(graph, op, inputs, attrs, name)
     if tape_active:
+        assert tape_hook is not None  # autodiff installs the hook before it sets tape_active
         tape_hook(tf_op, inputs, outputs, attrs)
     return outputs
 

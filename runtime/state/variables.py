@@ -115,6 +115,9 @@ class Variable(TensorConvertible):
     _captured_as_resource = True  # graphs capture a variable as a resource placeholder
     _uid_lock = threading.Lock()
     _device_name = CPU0
+    # A host ndarray, a device array (duck-typed like one), or None until the graph assigns a
+    # pending symbolic initial value.
+    _value: Any
 
     def __init__(self, initial_value: Any = None, trainable: bool = True, name: Optional[str] = None,
                  dtype: Any = None, shape: Any = None) -> None:
@@ -202,7 +205,7 @@ class Variable(TensorConvertible):
         return self._device_name
 
     @property
-    def ndim(self) -> int:
+    def ndim(self) -> Optional[int]:
         return len(self._shape) if self._shape is not None else None
 
     @property

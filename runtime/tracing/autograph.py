@@ -17,11 +17,12 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
+import sys
 import textwrap
 import threading
 import types
 import weakref
-from typing import Any, Callable, List, Optional, Set
+from typing import Any, Callable, List, Optional, Set, cast
 
 from jitflow.runtime.tracing import autograph_ops
 from jitflow.runtime.tracing.autograph_ops import ConversionError
@@ -148,7 +149,7 @@ class _Returns:
             if isinstance(stmt, _COMPOUND) and _contains([stmt], (ast.Return,), False):
                 loop = isinstance(stmt, (ast.For, ast.While))
                 stmt.body = self.block(stmt.body, in_loop or loop)
-                if getattr(stmt, "orelse", None):
+                if not isinstance(stmt, ast.With) and stmt.orelse:
                     stmt.orelse = self.block(stmt.orelse, in_loop)
                 if isinstance(stmt, ast.Try):
                     for handler in stmt.handlers:
@@ -200,7 +201,7 @@ def _guard(stmts: List[ast.stmt], kind: type, flag: str) -> List[ast.stmt]:
             return out
         if isinstance(stmt, (ast.If, ast.With, ast.Try)) and _contains([stmt], (kind,), True):
             stmt.body = _guard(stmt.body, kind, flag)
-            if getattr(stmt, "orelse", None):
+            if not isinstance(stmt, ast.With) and stmt.orelse:
                 stmt.orelse = _guard(stmt.orelse, kind, flag)
             out.append(stmt)
             rest = stmts[i + 1:]
@@ -228,8 +229,8 @@ class _ControlFlow(ast.NodeTransformer):
         for x in local:
             if x not in self.bound:
                 self.bound.append(x)
-        reads = [_call(_ag("read"), [ast.Lambda(args=_no_args(), body=_name(x)), ast.Constant(x)])
-                 for x in names]
+        reads: List[ast.expr] = [_call(_ag("read"), [ast.Lambda(args=_no_args(), body=_name(x)), ast.Constant(x)])
+                                 for x in names]
         get_state = _def(f"get_state_{n}", _no_args(), [ast.Return(value=ast.Tuple(elts=reads, ctx=ast.Load()))])
         set_body: List[ast.stmt] = self._declare(names)
         if names:
@@ -251,7 +252,8 @@ class _ControlFlow(ast.NodeTransformer):
             out.append(ast.Global(names=glob))
         return out
 
-    def _fn(self, name: str, body: List[ast.stmt], names: List[str], args: Optional[List[str]] = None) -> ast.FunctionDef:
+    def _fn(self, name: str, body: List[ast.stmt], names: List[str],
+            args: Optional[List[str]] = None) -> ast.FunctionDef:
         arguments = ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in (args or [])], kwonlyargs=[],
                                   kw_defaults=[], defaults=[])
         return _def(name, arguments, self._declare(names) + (body or [ast.Pass()]))
@@ -308,7 +310,7 @@ def _no_args() -> ast.arguments:
 
 def _def(name: str, args: ast.arguments, body: List[ast.stmt]) -> ast.FunctionDef:
     node = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None, type_comment=None)
-    if "type_params" in ast.FunctionDef._fields:  # Python >= 3.12
+    if sys.version_info >= (3, 12):  # the field `type_params` is new in 3.12
         node.type_params = []
     return node
 
@@ -444,7 +446,7 @@ def _converted(fn: Callable) -> _Converted:
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     inner = next(c for c in factory_code.co_consts
                  if isinstance(c, types.CodeType) and c.co_name == fn.__code__.co_name)
-    result = _Converted(inner, ast.unparse(module.body[0].body[0]))
+    result = _Converted(inner, ast.unparse(cast(ast.FunctionDef, module.body[0]).body[0]))
     with _lock:
         _cache[key] = result
     return result
@@ -462,7 +464,7 @@ def convert(fn: Callable) -> Callable:
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     closure = tuple(cells[name] if name in cells else types.CellType(autograph_ops)
                     for name in code.co_freevars)
-    new_fn = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    new_fn: Any = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
     new_fn.__kwdefaults__ = fn.__kwdefaults__
     new_fn.__qualname__ = fn.__qualname__
     new_fn.__wrapped_original__ = fn

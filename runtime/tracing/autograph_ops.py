@@ -187,7 +187,7 @@ def while_stmt(test: Callable[[], Any], body: Callable[[], None], get_state: Cal
     _tensor_loop(lambda: test(), body, get_state, set_state, names, opts or {})
 
 
-def _tensor_loop(test: Callable[[], Any], body: Callable[[], None], get_state: Callable[[], tuple],
+def _tensor_loop(test: Callable[[], Any], body: Callable[..., None], get_state: Callable[[], tuple],
                  set_state: Callable[[tuple], None], names: Sequence[str], opts: dict,
                  counter: Optional[Tuple[Any, Any, Any]] = None) -> None:
     initial = list(get_state())
@@ -338,9 +338,9 @@ def _tensor_for(iterable: SymbolicTensor, extra_test, body, get_state, set_state
     zero = convert_to_tensor(0, _dt.int32)
     one = convert_to_tensor(1, _dt.int32)
 
-    def run_body(i: Any) -> None:
+    def run_element_body(i: Any) -> None:
         body(iterable[i])
-    _tensor_loop(extra_test or (lambda: None), run_body, get_state, set_state, names, opts,
+    _tensor_loop(extra_test or (lambda: None), run_element_body, get_state, set_state, names, opts,
                  counter=(zero, cast(n, _dt.int32), one))
 
 

@@ -108,7 +108,7 @@ class _Out:
 
 
 def _call_site() -> str:
-    frame = sys._getframe(2)
+    frame: Optional[types.FrameType] = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRS):
         frame = frame.f_back
     if frame is None:
@@ -224,7 +224,7 @@ class ConcreteFunction:
         try:
             return self._call_flat(self._bind_call(args, kwargs))
         except Exception as e:
-            raise _tb.filtered(e)
+            raise _tb.filtered(e)  # noqa: B904 -- re-raises `e` itself (traceback trimmed)
 
     def _bind_call(self, args: tuple, kwargs: dict) -> List[Any]:
         """Match a direct call against the traced signature; only tensor arguments are passed."""
@@ -453,7 +453,7 @@ class Function(direct_call.FunctionBase):
             raise TypeError(f"jf.function: expected a callable; got {type(python_function).__name__}")
         functools.update_wrapper(self, python_function)
         self._python_function = python_function
-        self._name = name or getattr(python_function, "__name__", type(python_function).__name__)
+        self._name = name if name else getattr(python_function, "__name__", type(python_function).__name__)
         self._qualname = getattr(inspect.unwrap(getattr(python_function, "__func__", python_function)),
                                  "__qualname__", self._name)
         self._autograph = autograph
@@ -568,7 +568,7 @@ class Function(direct_call.FunctionBase):
         try:
             return self._get_concrete_unfiltered(*args, **kwargs)
         except Exception as e:
-            raise _tb.filtered(e)
+            raise _tb.filtered(e)  # noqa: B904 -- re-raises `e` itself (traceback trimmed)
 
     def _get_concrete_unfiltered(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         if self._input_signature is not None:
@@ -591,10 +591,11 @@ class Function(direct_call.FunctionBase):
         try:
             return self._call_unfiltered(*args, **kwargs)
         except Exception as e:
-            raise _tb.filtered(e)
+            raise _tb.filtered(e)  # noqa: B904 -- re-raises `e` itself (traceback trimmed)
 
     def _call_unfiltered(self, *args: Any, **kwargs: Any) -> Any:
         """Bind, key, find or trace, run."""
+        cf: Optional[ConcreteFunction]
         if self._input_signature is not None:
             leaves = self._bind_signature(args, kwargs)
             cf = self._signature_cf or self._signature_function(_records.FIRST_CALL)
@@ -603,7 +604,7 @@ class Function(direct_call.FunctionBase):
             values = args
         else:
             values = self._bind(args, kwargs)
-        leaves: List[Any] = []
+        leaves = []
         key = ("ARGS", tuple([make_key(v, leaves) for v in values]))
         cf = self._cache.get(key)
         if cf is None:

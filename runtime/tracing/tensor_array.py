@@ -300,6 +300,7 @@ class TensorArray(CompositeTensor):
         if value.ndim == 0:
             raise InvalidArgumentError("split: value must have rank >= 1; got a scalar")
         if self._eager:
+            assert sizes is not None  # an eager array gets eager lengths
             total = value._dims[0]
             if sum(sizes) != total:
                 raise InvalidArgumentError(f"Expected sum of lengths to be equal to values.shape[0], but sum "
@@ -374,6 +375,7 @@ class TensorArray(CompositeTensor):
                 "a TensorArray loop variable has an unknown element shape and the loop body does not "
                 "write to it (or does not return it); pass element_shape= when creating it, or assign "
                 "the result of write(): `ta = ta.write(i, x)`")
+        assert like._buffer is not None  # a loop's graph array that needs no probe has its buffer
         element = like._buffer._dims[1:]
         return self._with(self._zeros(element), element)
 

@@ -14,7 +14,7 @@ import time
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from jitflow.runtime.tracing.trace_types import ArgChange
 
@@ -227,7 +227,7 @@ _traced_functions: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValu
 _last_counts: Dict[int, int] = {}   # counts of functions since collected, kept for the record
 
 
-def track_calls(function: object) -> None:
+def track_calls(function: Any) -> None:
     """Remember `function` (a jf.Function that has traced) so `call_counts` can read it."""
     _traced_functions[function.function_id] = function
 

@@ -32,7 +32,7 @@ class ObjectRef:
         self._id = id(obj)
         self.type_name = type(obj).__name__
         try:
-            self._ref = weakref.ref(obj)
+            self._ref: Optional[weakref.ref] = weakref.ref(obj)
             self._strong = None
         except TypeError:
             self._ref = None

@@ -313,7 +313,7 @@ class _Restore:
                     prefix = "" if i == 0 else paths[i] + "/"
                     paths[child["node"]] = prefix + child["name"]
                     queue.append(child["node"])
-        for i, node in enumerate(self.nodes):
+        for node in self.nodes:
             for slot in node.get("slot_variables", []):
                 paths.setdefault(slot["node"], f"{paths.get(slot['original'], '?')}/.{slot['slot']}")
         return paths

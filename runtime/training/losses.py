@@ -192,7 +192,8 @@ class MeanAbsoluteError(LossFunctionWrapper):
 
 
 class SparseCategoricalCrossentropy(LossFunctionWrapper):
-    """Cross-entropy of integer class labels against probabilities or logits (`tf.keras.losses.SparseCategoricalCrossentropy`).
+    """Cross-entropy of integer class labels against probabilities or logits
+    (`tf.keras.losses.SparseCategoricalCrossentropy`).
 
     >>> loss = jf.losses.SparseCategoricalCrossentropy(from_logits=True)
     >>> round(float(loss([0], [[2.0, 0.0]])), 4)
@@ -205,7 +206,8 @@ class SparseCategoricalCrossentropy(LossFunctionWrapper):
 
 
 class CategoricalCrossentropy(LossFunctionWrapper):
-    """Cross-entropy of one-hot (or soft) labels against probabilities or logits (`tf.keras.losses.CategoricalCrossentropy`).
+    """Cross-entropy of one-hot (or soft) labels against probabilities or logits
+    (`tf.keras.losses.CategoricalCrossentropy`).
 
     >>> loss = jf.losses.CategoricalCrossentropy()
     >>> round(float(loss([[1.0, 0.0]], [[0.8, 0.2]])), 4)

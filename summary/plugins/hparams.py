@@ -56,13 +56,16 @@ def _hparam(name: str, value: Any, ssi: plugin_data_pb2.SessionStartInfo) -> api
 
 def _domain(name: str, values: Any, info: api_pb2.HParamInfo) -> None:
     if not isinstance(values, (list, tuple)) or not values:
-        raise TypeError(f"hparam_domain_discrete[{name!r}]: expected a non-empty list of values, got {describe(values)}")
-    kinds = {api_pb2.DATA_TYPE_BOOL: bool, api_pb2.DATA_TYPE_STRING: str, api_pb2.DATA_TYPE_FLOAT64: numbers.Real}
+        raise TypeError(f"hparam_domain_discrete[{name!r}]: expected a non-empty list of values, "
+                        f"got {describe(values)}")
+    kinds: Mapping[int, Any] = {api_pb2.DATA_TYPE_BOOL: bool, api_pb2.DATA_TYPE_STRING: str,
+                                api_pb2.DATA_TYPE_FLOAT64: numbers.Real}
     want = kinds.get(info.type)
     lv = struct_pb2.ListValue()
     for v in values:
         if want is None or not isinstance(v, want) or (want is numbers.Real and isinstance(v, bool)):
-            raise TypeError(f"hparam_domain_discrete[{name!r}]: expected values of the hparam's type, got {describe(v)}")
+            raise TypeError(f"hparam_domain_discrete[{name!r}]: expected values of the hparam's type, "
+                            f"got {describe(v)}")
         if info.type == api_pb2.DATA_TYPE_BOOL:
             lv.values.add(bool_value=v)
         elif info.type == api_pb2.DATA_TYPE_STRING:

@@ -171,7 +171,8 @@ def draw_boxes(hwc: np.ndarray, boxes: Any, labels: Sequence[str] | None, rescal
 
 
 def check_rescale(rescale: Any) -> float:
-    if isinstance(rescale, bool) or not isinstance(rescale, (int, float, np.integer, np.floating)) or not 0 < rescale <= 64:
+    if (isinstance(rescale, bool) or not isinstance(rescale, (int, float, np.integer, np.floating))
+            or not 0 < rescale <= 64):
         raise ValueError(f"rescale: expected a scale factor in (0, 64], got {describe(rescale)}")
     return float(rescale)
 

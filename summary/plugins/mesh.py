@@ -58,7 +58,7 @@ def mesh_values(tag: str, vertices: Any, colors: Any = None, faces: Any = None,
     types = [_COMPONENTS[n][0] for n, _ in parts]
     components = mesh_md.get_components_bitmask(types)
     out = []
-    for (name, a), ct in zip(parts, types):
+    for (_name, a), ct in zip(parts, types):
         md = mesh_md.create_summary_metadata(tag, None, ct, components, list(a.shape),
                                              description=description, json_config=json_config)
         out.append(summary_pb2.Summary.Value(tag=mesh_md.get_instance_name(tag, ct), metadata=md,

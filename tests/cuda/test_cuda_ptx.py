@@ -91,20 +91,21 @@ def _kinds(kinds: str) -> list:
 
 def test_elementwise_kernels():
     n = 0
-    for op, _pub, _name, kinds, out, fn, _ref in M._BINARY:
+    for _op, _pub, _name, kinds, out, fn, _ref in M._BINARY:
         for dt in _kinds(kinds):
             o = np.bool_ if out is not None else dt
             n += compile_all(P.map2_flat(fn), [(arr(o), arr(dt), arr(dt))])
             if dt in (np.float32, np.int32, np.bool_):  # the strided variant adds only index arithmetic
                 n += compile_all(P.map2(fn), [(arr(o), arr(dt), tup(2), arr(dt), tup(2), tup(2))])
-    for op, _pub, _name, kinds, fn, _ref in M._UNARY:
+    for _op, _pub, _name, kinds, fn, _ref in M._UNARY:
         fn = CK._DEVICE_VARIANTS.get(fn, fn)
         for dt in _kinds(kinds):
             n += compile_all(P.map1_flat(fn), [(arr(dt), arr(dt))])
     for dt in FLOATS:
         n += compile_all(P.map1_flat(K.isfinite_), [(arr(np.bool_), arr(dt))])
     for dt in FLOATS + INTS + [np.bool_]:
-        n += compile_all(P.map3(P.select_), [(arr(dt), arr(np.bool_), tup(1), arr(dt), tup(1), arr(dt), tup(1), tup(1))])
+        n += compile_all(P.map3(P.select_),
+                         [(arr(dt), arr(np.bool_), tup(1), arr(dt), tup(1), arr(dt), tup(1), tup(1))])
     assert n > 100
 
 
@@ -130,7 +131,7 @@ def test_casts_and_data_movement_for_every_dtype():
 
 def test_reductions():
     n = 0
-    for op, (fn, identity, to_bool) in CK._REDUCTIONS.items():
+    for _op, (fn, _identity, to_bool) in CK._REDUCTIONS.items():
         for dt in ([np.bool_] if to_bool else FLOATS + CORE_INTS):
             acc = "float64" if np.dtype(dt).kind == "f" else "int64"
             init = T.float64 if acc == "float64" else I64

@@ -4,7 +4,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 from tensorboard.backend.event_processing import plugin_event_accumulator as pea
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

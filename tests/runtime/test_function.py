@@ -29,7 +29,8 @@ def test_first_call_record_has_source_call_site_and_timing(records):
     assert rec.reason_kind == trace_records.FIRST_CALL
     assert rec.reason == "first call"
     assert rec.function.endswith("f")
-    assert rec.source.endswith("test_function.py:" + str(test_first_call_record_has_source_call_site_and_timing.__code__.co_firstlineno + 1))
+    first_line = test_first_call_record_has_source_call_site_and_timing.__code__.co_firstlineno
+    assert rec.source.endswith("test_function.py:" + str(first_line + 1))
     assert "test_function.py" in rec.call_site and "test_first_call_record" in rec.call_site
     assert rec.trace_number == 1 and rec.trace_seconds > 0
     assert rec.num_nodes >= 3

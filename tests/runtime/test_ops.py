@@ -351,13 +351,15 @@ CASES: Dict[str, Case] = {
                     + [((sample((1,), dt),), {"squeeze_dims": None}), ((sample((0, 1), dt),), {"squeeze_dims": (1,)}),
                        ((sample((), dt),), {"squeeze_dims": None})],
                     oracle=lambda x, squeeze_dims: np.squeeze(x, squeeze_dims)),
-    "ConcatV2": Case("fibs", lambda dt: [((sample((2, 3), dt), sample((2, 3), dt, "pos")), {"axis": a}) for a in (0, 1, -1, -2)]
+    "ConcatV2": Case("fibs", lambda dt: [((sample((2, 3), dt), sample((2, 3), dt, "pos")), {"axis": a})
+                                         for a in (0, 1, -1, -2)]
                      + [((sample((2, 3), dt), sample((2, 1), dt), sample((2, 2), dt)), {"axis": 1}),
                         ((sample((0, 3), dt), sample((2, 3), dt)), {"axis": 0}),
                         ((sample((0,), dt), sample((0,), dt)), {"axis": 0}),
                         ((sample((4,), dt), sample((1,), dt)), {"axis": -1})],
                      oracle=lambda *xs, axis: np.concatenate(xs, axis)),
-    "Pack": Case("fibs", lambda dt: [((sample((2, 3), dt), sample((2, 3), dt, "pos")), {"axis": a}) for a in (0, 1, 2, -1, -3)]
+    "Pack": Case("fibs", lambda dt: [((sample((2, 3), dt), sample((2, 3), dt, "pos")), {"axis": a})
+                                     for a in (0, 1, 2, -1, -3)]
                  + [((sample((), dt), sample((), dt, "pos"), sample((), dt, "small")), {"axis": 0}),
                     ((sample((0, 2), dt), sample((0, 2), dt)), {"axis": 1}),
                     ((sample((3,), dt),), {"axis": 0})],
@@ -369,9 +371,11 @@ CASES: Dict[str, Case] = {
                                        ((sample((2, 0), dt),), {"num": 2, "axis": 0})],
                    oracle=lambda x, num, axis: tuple(np.moveaxis(x, axis, 0)[i] for i in range(num))),
     "StridedSlice": Case("fibs", slice_examples, oracle=lambda x, index: x[_index_of(index)]),
-    "Shape": Case("fibs", lambda dt: [((sample(s, dt),), {"out_type": t}) for s in UN_SHAPES for t in (jf.int32, jf.int64)],
+    "Shape": Case("fibs", lambda dt: [((sample(s, dt),), {"out_type": t})
+                                      for s in UN_SHAPES for t in (jf.int32, jf.int64)],
                   oracle=lambda x, out_type: np.array(x.shape, dtype=out_type.as_numpy_dtype)),
-    "Size": Case("fibs", lambda dt: [((sample(s, dt),), {"out_type": t}) for s in UN_SHAPES for t in (jf.int32, jf.int64)],
+    "Size": Case("fibs", lambda dt: [((sample(s, dt),), {"out_type": t})
+                                     for s in UN_SHAPES for t in (jf.int32, jf.int64)],
                  oracle=lambda x, out_type: np.array(x.size, dtype=out_type.as_numpy_dtype)),
     "Fill": Case("fibs", lambda dt: [((sample((), dt),), {"dims": d}) for d in [(2, 3), (4,), (), (0, 2)]],
                  oracle=lambda value, dims: np.broadcast_to(value, dims).copy()),
@@ -380,7 +384,8 @@ CASES: Dict[str, Case] = {
     "OnesLike": Case("fib", lambda dt: [((sample(s, dt),), {}) for s in UN_SHAPES], oracle=np.ones_like),
     "Range": Case("fi", range_examples, oracle=lambda start, limit, delta: np.array(
         [start + i * delta for i in range(max(0, int(np.ceil((limit - start) / delta))))], dtype=start.dtype)),
-    "StridedSliceGrad": Case("f", lambda dt: [((sample((3, 4, 2), dt), sample(np.shape(sample((3, 4, 2), dt)[it]), dt, "pos")),
+    "StridedSliceGrad": Case("f", lambda dt: [((sample((3, 4, 2), dt),
+                                                sample(np.shape(sample((3, 4, 2), dt)[it]), dt, "pos")),
                                                {"index": array_ops._index_spec(it)[0]})
                                               for it in [(slice(1, None), slice(None, None, 2)), (0,), (Ellipsis, -1),
                                                          (slice(None, None, -1), None, 1), (slice(5, None),)]],
@@ -691,7 +696,8 @@ PUBLIC = [
     ("argmin", lambda a: jf.argmin(a, axis=1, output_type=jf.int32), (XI,), lambda a: np.argmin(a, 1).astype(np.int32)),
     ("softmax", jf.nn.softmax, (X,), lambda a: np.exp(a) / np.exp(a).sum(-1, keepdims=True)),
     ("softmax_axis0", lambda a: jf.nn.softmax(a, axis=0), (X,), lambda a: np.exp(a) / np.exp(a).sum(0, keepdims=True)),
-    ("log_softmax", lambda a: jf.nn.log_softmax(a, axis=1), (X,), lambda a: a - np.log(np.exp(a).sum(1, keepdims=True))),
+    ("log_softmax", lambda a: jf.nn.log_softmax(a, axis=1), (X,),
+     lambda a: a - np.log(np.exp(a).sum(1, keepdims=True))),
     ("string_add", lambda a, b: a + b, (STR, STR[::-1]), lambda a, b: np.array([b"abc", b"cab"], object)),
     ("string_add_python", lambda a: a + "!", (STR,), lambda a: np.array([b"ab!", b"c!"], object)),
     ("string_radd_python", lambda a: "<" + a, (STR,), lambda a: np.array([b"<ab", b"<c"], object)),

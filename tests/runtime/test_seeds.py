@@ -881,7 +881,7 @@ def test_python_list_side_effect_happens_only_while_tracing(capsys):
 
     @jf.function
     def f(a):
-        for i in range(a):
+        for _ in range(a):
             l.append(0)  # runs only while the graph is built
             jf.print(a)  # a node of the graph: runs on every call
 

@@ -47,7 +47,7 @@ def test_003_restore_on_creation(capsys):
 
     def exists():
         try:
-            module.w
+            module.w  # noqa: B018 -- the access itself is what may raise
         except AttributeError:
             print("w doesn't exist.")
         else:
@@ -182,7 +182,7 @@ def test_004_tf_function_train_step_prints_the_loss(capsys):
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
 
     images, labels = data()
-    for batch_index in range(3):
+    for _ in range(3):
         train_step(images, labels)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and lines[0] == "loss 1.09861231"

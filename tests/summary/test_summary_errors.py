@@ -181,7 +181,8 @@ def test_torch_style_bad_inputs(tmp_path):
     with s.SummaryWriter(str(tmp_path)) as w:
         with pytest.raises(ValueError, match="scalar_value: expected a scalar"):
             w.add_scalar("x", np.ones(2), 0)
-        with pytest.raises(TypeError, match=r"global_step: expected an integer \(or a whole-number float\), got float 1.5"):
+        with pytest.raises(TypeError,
+                           match=r"global_step: expected an integer \(or a whole-number float\), got float 1.5"):
             w.add_scalar("x", 1.0, 1.5)
         with pytest.raises(TypeError, match="walltime: expected seconds"):
             w.add_scalar("x", 1.0, 1, walltime="now")

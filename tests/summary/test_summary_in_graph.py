@@ -58,8 +58,10 @@ def test_writer_and_default_step_are_resolved_when_the_graph_runs(tmp_path):
     first.close()
     second.close()
     assert log.tracing_count == 1
-    assert [(e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in _load(tmp_path / "a").Tensors("v")] == [(7, 2.0)]
-    assert [(e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in _load(tmp_path / "b").Tensors("v")] == [(9, 3.0)]
+    assert [(e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
+            for e in _load(tmp_path / "a").Tensors("v")] == [(7, 2.0)]
+    assert [(e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
+            for e in _load(tmp_path / "b").Tensors("v")] == [(9, 3.0)]
 
 
 def test_name_scopes_prefix_tags_in_graphs_and_eagerly(tmp_path):

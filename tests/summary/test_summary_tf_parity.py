@@ -104,8 +104,10 @@ def test_as_default_inside_a_function_matches_tf(tmp_path):
         assert bool(r_tf) is bool(r_jf) is True
     tf_writer.close()
     jf_writer.close()
-    ref = [(e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in accumulate(tmp_path / "tf").Tensors("loss")]
-    ours = [(e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in accumulate(tmp_path / "jf").Tensors("loss")]
+    ref = [(e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
+           for e in accumulate(tmp_path / "tf").Tensors("loss")]
+    ours = [(e.step, float(tensor_util.make_ndarray(e.tensor_proto)))
+            for e in accumulate(tmp_path / "jf").Tensors("loss")]
     assert ref == ours == [(0, 0.0), (1, 2.0), (2, 4.0)]
 
 

@@ -186,7 +186,8 @@ def test_nice_ticks():
 
 
 def test_timeline_geometry():
-    views = [model.trace_view(r) for r in (_record(end=10.0, cost=1.0), _record(n=2, kind="retrace", end=12.0, cost=0.5))]
+    views = [model.trace_view(r)
+             for r in (_record(end=10.0, cost=1.0), _record(n=2, kind="retrace", end=12.0, cost=0.5))]
     chart = charts.timeline([{"label": "f", "href": "/x", "traces": views}], width=700, label_width=100)
     marks = chart["rows"][0]["marks"]
     plot = 700 - 100 - 16                                       # 3 s span from t=9 to t=12

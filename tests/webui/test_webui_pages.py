@@ -243,7 +243,8 @@ def test_new_events_appear_without_restart(tmp_path):
         live(1)
     w.flush()
     fns = client.get("/api/runs/live/functions").get_json()["functions"]
-    assert [(fn["function"], fn["traces"]) for fn in fns] == [("test_new_events_appear_without_restart.<locals>.live", 1)]
+    assert [(fn["function"], fn["traces"])
+            for fn in fns] == [("test_new_events_appear_without_restart.<locals>.live", 1)]
     with w.as_default(step=1):
         live(2)
         jf.summary.scalar("loss", 0.5, step=1)
