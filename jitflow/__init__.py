@@ -76,8 +76,12 @@ optimizers = _namespace("optimizers", "Optimizers (TF's tf.keras.optimizers).",
 losses = _namespace("losses", "Losses (TF's tf.keras.losses).", **{n: getattr(_losses, n) for n in _losses.__all__})
 initializers = _namespace("initializers", "Initializers (TF's tf.initializers / tf.keras.initializers).",
                           **{n: getattr(_init, n) for n in _init.__all__})
+from jitflow.runtime import checkpoint_reader as _ckpt_reader  # noqa: E402
+
 train = _namespace("train", "Checkpoints (TF's tf.train).", Checkpoint=_ckpt.Checkpoint,
-                   CheckpointManager=_ckpt.CheckpointManager, latest_checkpoint=_ckpt.latest_checkpoint)
+                   CheckpointManager=_ckpt.CheckpointManager, latest_checkpoint=_ckpt.latest_checkpoint,
+                   list_variables=_ckpt_reader.list_variables, load_checkpoint=_ckpt_reader.load_checkpoint,
+                   CheckpointReader=_ckpt_reader.CheckpointReader)
 
 # -- devices (issue 7): jf.config (+ jf.config.experimental) and jf.device ------------------
 from jitflow.runtime import config  # noqa: E402,F401
