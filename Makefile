@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: run test bench clean
+.PHONY: run test test-tf bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,9 +27,21 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q
 
+# TensorFlow interop (tests marked `tf`: checkpoints and SavedModels both ways) in a side venv;
+# TensorFlow is never a dependency of jitflow itself.
+VENV_TF := .venv-tf
+$(VENV_TF)/.installed-tf: pyproject.toml runtime/_direct.c
+	test -x $(VENV_TF)/bin/python || $(PYTHON) -m venv $(VENV_TF)
+	$(VENV_TF)/bin/python -m pip --disable-pip-version-check -q install --upgrade pip setuptools wheel
+	$(VENV_TF)/bin/python -m pip --disable-pip-version-check -q install -e '.[test]' tensorflow-cpu
+	touch $@
+
+test-tf: $(VENV_TF)/.installed-tf
+	TF_CPP_MIN_LOG_LEVEL=2 $(VENV_TF)/bin/python -m pytest -q -m tf
+
 bench: $(VENV)/.installed
 	$(PIP) install -e '.[bench]'
 	for b in benchmarks/bench_*.py; do $(PY) $$b --quick || exit 1; done
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) $(VENV_TF) runs .pytest_cache
