@@ -83,6 +83,8 @@ train = _namespace("train", "Checkpoints (TF's tf.train).", Checkpoint=_ckpt.Che
                    list_variables=_ckpt_reader.list_variables, load_checkpoint=_ckpt_reader.load_checkpoint,
                    CheckpointReader=_ckpt_reader.CheckpointReader)
 
+from jitflow.runtime import saved_model  # noqa: E402,F401 - jf.saved_model (issue 20)
+
 # -- devices (issue 7): jf.config (+ jf.config.experimental) and jf.device ------------------
 from jitflow.runtime import config  # noqa: E402,F401
 from jitflow.runtime.devices import device  # noqa: E402,F401

@@ -1,0 +1,253 @@
+"""Traced graphs <-> the `FunctionDef`s of a SavedModel's function library.
+
+Export: each concrete function becomes a FunctionDef whose inputs are the function's tensor
+arguments, then one DT_RESOURCE argument per captured variable (its "bound input"), and
+whose nodes keep their scoped names, TF op types and attrs (`attrs.py`). Eager tensors a
+function captured become `Const` nodes. Branches and loop bodies (`If`, `While`) and called
+functions become FunctionDefs of their own, referenced by `func` attrs.
+
+Import ("replay"): a FunctionDef is re-executed op by op through the op registry inside a
+fresh `jf.function` trace, so a loaded function is an ordinary jitflow function (retracing
+rules, interpreter and compiled tiers, GradientTape). `If`/`While` replay through `jf.cond`/
+`jf.while_loop`, and calls are inlined. An op jitflow does not implement fails the load,
+naming the op and the node.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from .. import control_flow
+from ..graph import Graph
+from ..ops import registry
+from ..tensor import SymbolicTensor
+from ..variables import Variable
+from . import attrs as _attrs
+from .protos import attr_value_pb2, function_pb2
+from .structure import shape_proto
+
+_SUBGRAPH_ATTRS = {"If": ("then_branch", "else_branch"), "While": ("cond", "body"),
+                   "StatefulPartitionedCall": ("f",), "PartitionedCall": ("f",)}
+_SANITIZE = re.compile(r"[^A-Za-z0-9_]")
+
+
+class UnsupportedOpError(ValueError):
+    """A saved function uses an op jitflow does not implement."""
+
+
+def _arg_name(name: str, used: set) -> str:
+    base = _SANITIZE.sub("_", name).lower() or "arg"
+    if not base[0].isalpha():
+        base = "arg_" + base
+    candidate, i = base, 1
+    while candidate in used:
+        candidate = f"{base}_{i}"
+        i += 1
+    used.add(candidate)
+    return candidate
+
+
+class Exporter:
+    """Collects the FunctionDefs of concrete functions (and their sub-graphs), each once."""
+
+    def __init__(self) -> None:
+        self.library = function_pb2.FunctionDefLibrary()
+        self._names: Dict[int, str] = {}
+        self._count = 0
+
+    def _fresh(self, base: str) -> str:
+        self._count += 1
+        return f"{_SANITIZE.sub('_', base)}_{self._count}"
+
+    def add(self, graph: Graph, inputs: Sequence[SymbolicTensor], captures: Sequence[Tuple[Any, SymbolicTensor]],
+            outputs: Sequence[SymbolicTensor], name: str, fresh: bool = False) -> Tuple[str, List[Variable]]:
+        """Export `graph`; returns (its FunctionDef name, the variables bound to its resource args).
+
+        A graph is exported once; `fresh=True` exports it again under a new name (a signature's
+        own function).
+        """
+        if id(graph) in self._names and not fresh:
+            return self._names[id(graph)], [v for v, _ in captures if isinstance(v, Variable)]
+        fname = self._fresh(name)
+        if not fresh:
+            self._names[id(graph)] = fname
+        fdef = function_pb2.FunctionDef()
+        fdef.signature.name = fname
+        used: set = set()
+        refs: Dict[int, str] = {}
+        bound: List[Variable] = []
+        consts: List[Tuple[SymbolicTensor, Any]] = []
+        for i, ph in enumerate(inputs):
+            arg = fdef.signature.input_arg.add(name=_arg_name(ph.node.name, used), type=ph._dtype.tf_enum)
+            refs[id(ph.node)] = arg.name
+            fdef.arg_attr[i].attr["_output_shapes"].list.shape.append(shape_proto(ph._dims))
+            fdef.arg_attr[i].attr["_user_specified_name"].s = ph.node.name.encode()
+        for value, ph in captures:
+            if isinstance(value, Variable):
+                i = len(fdef.signature.input_arg)
+                arg = fdef.signature.input_arg.add(name=_arg_name(ph.node.name, used), type=ph._dtype.tf_enum)
+                refs[id(ph.node)] = arg.name
+                fdef.arg_attr[i].attr["_output_shapes"].list.shape.append(shape_proto(()))
+                bound.append(value)
+            else:
+                consts.append((ph, value))
+        for ph, value in consts:  # a captured eager tensor is stored as a constant
+            nd = fdef.node_def.add(name=ph.node.name, op="Const")
+            nd.attr["dtype"].type = ph._dtype.tf_enum
+            nd.attr["value"].tensor.CopyFrom(_attrs.tensor_proto(value._value if hasattr(value, "_value") else value,
+                                                                 ph._dtype))
+            refs[id(ph.node)] = f"{ph.node.name}:output:0"
+
+        def ref(t: SymbolicTensor) -> str:
+            if id(t.node) in refs and t.node.op.tf_op == "Placeholder":
+                return refs[id(t.node)]
+            return f"{t.node.name}:output:{t.index}"
+
+        for node in graph.nodes:
+            op = node.op.tf_op
+            if op == "Placeholder":
+                if id(node) not in refs:
+                    raise ValueError(f"cannot save {name}: its placeholder {node.name!r} is neither an argument "
+                                     "nor a captured value")
+                continue
+            nd = fdef.node_def.add(name=node.name, op=op)
+            nd.input.extend(ref(t) for t in node.inputs)
+            nd.input.extend("^" + c.name for c in node.control_inputs)
+            skip = _SUBGRAPH_ATTRS.get(op, ())
+            for key, proto in _attrs.encode_all(op, node.name, node.attrs, skip=skip).items():
+                nd.attr[key].CopyFrom(proto)
+            for key in skip:
+                sub = node.attrs.get(key)
+                if sub is None:
+                    continue
+                sub_inputs = list(getattr(sub, "inputs", []))
+                sub_captures = getattr(sub, "captures", None)
+                if sub_captures is None:  # a ConcreteFunction
+                    sub_captures = sub._captures
+                sub_name, _ = self.add(sub.graph, sub_inputs, sub_captures, list(sub.graph.outputs),
+                                       f"{name}_{key}")
+                nd.attr[key].func.name = sub_name
+            nd.attr["_output_shapes"].list.shape.extend(shape_proto(t._dims) for t in node.outputs)
+        for i, t in enumerate(outputs):
+            fdef.signature.output_arg.add(name=f"output_{i}", type=t._dtype.tf_enum)
+            fdef.ret[f"output_{i}"] = ref(t)
+        self.library.function.append(fdef)
+        return fname, bound
+
+
+# -- import -------------------------------------------------------------------------------------
+class Library:
+    """The FunctionDefs of a SavedModel by name, replayable into the current trace."""
+
+    def __init__(self, library: "function_pb2.FunctionDefLibrary") -> None:
+        self.functions = {f.signature.name: f for f in library.function}
+
+    def check_supported(self, name: str, seen: Optional[set] = None) -> None:
+        """Raise UnsupportedOpError for the first op (depth first) jitflow cannot run."""
+        seen = set() if seen is None else seen
+        if name in seen:
+            return
+        seen.add(name)
+        fdef = self._get(name)
+        for nd in fdef.node_def:
+            if nd.op in _SUBGRAPH_ATTRS:
+                for key in _SUBGRAPH_ATTRS[nd.op]:
+                    if key in nd.attr:
+                        self.check_supported(nd.attr[key].func.name, seen)
+            elif nd.op not in registry.OPS and nd.op not in _SKIPPED:
+                raise UnsupportedOpError(
+                    f"cannot load function {name!r}: its node {nd.name!r} uses the op {nd.op!r}, which jitflow "
+                    "does not implement")
+
+    def _get(self, name: str) -> "function_pb2.FunctionDef":
+        fdef = self.functions.get(name)
+        if fdef is None:
+            raise ValueError(f"the SavedModel's function library has no function {name!r}")
+        return fdef
+
+    def replay(self, name: str, inputs: Sequence[Any]) -> List[Any]:
+        """Run function `name` on `inputs` (tensors; Variables for resource args) op by op."""
+        fdef = self._get(name)
+        args = fdef.signature.input_arg
+        if len(inputs) != len(args):
+            raise ValueError(f"function {name!r} takes {len(args)} inputs; got {len(inputs)}")
+        env: Dict[str, List[Any]] = {}
+        argmap = {a.name: value for a, value in zip(args, inputs)}
+
+        def resolve(ref: str) -> Any:
+            if ref in argmap:
+                return argmap[ref]
+            parts = ref.split(":")
+            node = parts[0]
+            index = int(parts[-1]) if len(parts) > 1 else 0
+            if node not in env:
+                raise ValueError(f"function {name!r}: input {ref!r} refers to a node that is not defined before it")
+            return env[node][index]
+
+        for nd in _topological(fdef):
+            if nd.op in _SKIPPED:
+                env[nd.name] = []
+                continue
+            inputs_ = [resolve(r) for r in nd.input if not r.startswith("^")]
+            env[nd.name] = self._run_node(name, nd, inputs_)
+        return [resolve(fdef.ret[a.name]) for a in fdef.signature.output_arg]
+
+    def _run_node(self, fname: str, nd, inputs: List[Any]) -> List[Any]:
+        attrs = _attrs.decode_all({k: v for k, v in nd.attr.items() if k != "_output_shapes"
+                                   and k not in _SUBGRAPH_ATTRS.get(nd.op, ())})
+        if nd.op == "If":
+            n_then = attrs["n_then"]
+            then_caps, else_caps = inputs[1:1 + n_then], inputs[1 + n_then:]
+            then_name, else_name = nd.attr["then_branch"].func.name, nd.attr["else_branch"].func.name
+            outs = control_flow.cond(inputs[0], lambda: self.replay(then_name, then_caps),
+                                     lambda: self.replay(else_name, else_caps), name=nd.name)
+            return list(outs)
+        if nd.op == "While":
+            n_vars, n_cond = attrs["n_vars"], attrs["n_cond"]
+            loop_vars, cond_caps = list(inputs[:n_vars]), inputs[n_vars:n_vars + n_cond]
+            body_caps = inputs[n_vars + n_cond:]
+            cond_name, body_name = nd.attr["cond"].func.name, nd.attr["body"].func.name
+            invariants = [tuple(None if d.size < 0 else d.size for d in s.dim) if not s.unknown_rank else None
+                          for s in nd.attr["_output_shapes"].list.shape] or None
+            outs = control_flow.while_loop(
+                lambda *vs: self.replay(cond_name, list(vs) + list(cond_caps))[0],
+                lambda *vs: self.replay(body_name, list(vs) + list(body_caps)),
+                loop_vars, shape_invariants=invariants, maximum_iterations=attrs.get("maximum_iterations"),
+                name=nd.name)
+            return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        if nd.op in ("StatefulPartitionedCall", "PartitionedCall"):
+            return self.replay(nd.attr["f"].func.name, inputs)
+        if nd.op not in registry.OPS:
+            raise UnsupportedOpError(f"cannot load function {fname!r}: its node {nd.name!r} uses the op "
+                                     f"{nd.op!r}, which jitflow does not implement")
+        return list(registry.apply(nd.op, inputs, attrs, name=nd.name.rsplit("/", 1)[-1]))
+
+
+_SKIPPED = {"NoOp"}
+
+
+def _topological(fdef) -> List[Any]:
+    """Nodes in an order where every input comes first (jitflow writes them so; TF need not)."""
+    by_name = {nd.name: nd for nd in fdef.node_def}
+    order, state = [], {}
+
+    def visit(nd) -> None:
+        stack = [(nd, False)]
+        while stack:
+            current, done = stack.pop()
+            if done:
+                state[current.name] = 2
+                order.append(current)
+                continue
+            if state.get(current.name):
+                continue
+            state[current.name] = 1
+            stack.append((current, True))
+            for ref in reversed(list(current.input)):
+                dep = by_name.get(ref.lstrip("^").split(":")[0])
+                if dep is not None and not state.get(dep.name):
+                    stack.append((dep, False))
+    for nd in fdef.node_def:
+        if not state.get(nd.name):
+            visit(nd)
+    return order
