@@ -235,6 +235,12 @@ def build(obj: Any, signatures: Any = None) -> Tuple[Any, Any]:
             info.name = f"StatefulPartitionedCall:{i}"
             info.dtype = t._dtype.tf_enum
             info.tensor_shape.CopyFrom(_structure.shape_proto(t._dims))
+    # TF's init-op signature: what to run after restoring (nothing here: variables restore by
+    # themselves), referred to by name so TensorFlow's loaders and saved_model_cli find it.
+    meta.graph_def.node.add(name="NoOp", op="NoOp")
+    init = meta.signature_def[INIT_OP_SIGNATURE]
+    init.outputs[INIT_OP_SIGNATURE].name = "NoOp"
+    init.outputs[INIT_OP_SIGNATURE].tensor_shape.unknown_rank = True
     meta.graph_def.library.CopyFrom(exporter.library)
     meta.object_graph_def.CopyFrom(saved)
     model = SavedModel(saved_model_schema_version=1)
