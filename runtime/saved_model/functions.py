@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import control_flow
 from ..graph import Graph
+from ..shapes import TensorShape
 from ..ops import registry
 from ..tensor import SymbolicTensor
 from ..variables import Variable
@@ -52,7 +53,7 @@ class Exporter:
 
     def __init__(self) -> None:
         self.library = function_pb2.FunctionDefLibrary()
-        self._names: Dict[int, str] = {}
+        self._names: Dict[tuple, str] = {}
         self._count = 0
 
     def _fresh(self, base: str) -> str:
@@ -60,17 +61,21 @@ class Exporter:
         return f"{_SANITIZE.sub('_', base)}_{self._count}"
 
     def add(self, graph: Graph, inputs: Sequence[SymbolicTensor], captures: Sequence[Tuple[Any, SymbolicTensor]],
-            outputs: Sequence[SymbolicTensor], name: str, fresh: bool = False) -> Tuple[str, List[Variable]]:
+            outputs: Sequence[SymbolicTensor], name: str, fresh: bool = False,
+            top_level: bool = True) -> Tuple[str, List[Variable]]:
         """Export `graph`; returns (its FunctionDef name, the variables bound to its resource args).
 
         A graph is exported once; `fresh=True` exports it again under a new name (a signature's
-        own function).
+        own function). In a top-level function captured variables become bound resource
+        arguments and captured eager tensors constants; in a sub-graph (branch, loop body,
+        called function) every capture is an argument, fed by the calling node's inputs.
         """
-        if id(graph) in self._names and not fresh:
-            return self._names[id(graph)], [v for v, _ in captures if isinstance(v, Variable)]
+        key = (id(graph), top_level, tuple(id(t) for t in inputs), tuple(id(t) for t in outputs))
+        if key in self._names and not fresh:
+            return self._names[key], [v for v, _ in captures if isinstance(v, Variable)]
         fname = self._fresh(name)
         if not fresh:
-            self._names[id(graph)] = fname
+            self._names[key] = fname
         fdef = function_pb2.FunctionDef()
         fdef.signature.name = fname
         used: set = set()
@@ -83,12 +88,13 @@ class Exporter:
             fdef.arg_attr[i].attr["_output_shapes"].list.shape.append(shape_proto(ph._dims))
             fdef.arg_attr[i].attr["_user_specified_name"].s = ph.node.name.encode()
         for value, ph in captures:
-            if isinstance(value, Variable):
+            if isinstance(value, Variable) or not top_level:
                 i = len(fdef.signature.input_arg)
                 arg = fdef.signature.input_arg.add(name=_arg_name(ph.node.name, used), type=ph._dtype.tf_enum)
                 refs[id(ph.node)] = arg.name
-                fdef.arg_attr[i].attr["_output_shapes"].list.shape.append(shape_proto(()))
-                bound.append(value)
+                fdef.arg_attr[i].attr["_output_shapes"].list.shape.append(shape_proto(ph._dims))
+                if isinstance(value, Variable):
+                    bound.append(value)
             else:
                 consts.append((ph, value))
         for ph, value in consts:  # a captured eager tensor is stored as a constant
@@ -125,7 +131,7 @@ class Exporter:
                 if sub_captures is None:  # a ConcreteFunction
                     sub_captures = sub._captures
                 sub_name, _ = self.add(sub.graph, sub_inputs, sub_captures, list(sub.graph.outputs),
-                                       f"{name}_{key}")
+                                       f"{name}_{key}", top_level=False)
                 nd.attr[key].func.name = sub_name
             nd.attr["_output_shapes"].list.shape.extend(shape_proto(t._dims) for t in node.outputs)
         for i, t in enumerate(outputs):
@@ -207,7 +213,7 @@ class Library:
             loop_vars, cond_caps = list(inputs[:n_vars]), inputs[n_vars:n_vars + n_cond]
             body_caps = inputs[n_vars + n_cond:]
             cond_name, body_name = nd.attr["cond"].func.name, nd.attr["body"].func.name
-            invariants = [tuple(None if d.size < 0 else d.size for d in s.dim) if not s.unknown_rank else None
+            invariants = [TensorShape(None if s.unknown_rank else [None if d.size < 0 else d.size for d in s.dim])
                           for s in nd.attr["_output_shapes"].list.shape] or None
             outs = control_flow.while_loop(
                 lambda *vs: self.replay(cond_name, list(vs) + list(cond_caps))[0],

@@ -40,6 +40,12 @@ class Loaded(Module):
     def __init__(self) -> None:
         super().__init__(name="loaded")
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self.__dict__.get("__call__")
+        if fn is None:
+            raise TypeError("this loaded object is not callable: the saved object had no __call__ jf.function")
+        return fn(*args, **kwargs)
+
     def __repr__(self) -> str:
         return f"<jf.saved_model Loaded object at {id(self):#x}>"
 

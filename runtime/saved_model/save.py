@@ -53,7 +53,7 @@ def _functions_of(obj: Any) -> Dict[str, Function]:
         names.update(k for k, v in vars(klass).items() if isinstance(v, Function))
     names.update(k for k, v in vars(obj).items() if isinstance(v, Function))
     for name in sorted(names):
-        if name.startswith("_"):
+        if name.startswith("_") and name != "__call__":
             continue
         value = getattr(obj, name)
         if isinstance(value, Function):
@@ -154,7 +154,9 @@ def build(obj: Any, signatures: Any = None) -> Tuple[Any, Any]:
     exporter = Exporter()
 
     def export(cf: ConcreteFunction, input_signature: Any, output_signature: Any, where: str) -> str:
-        name, bound = exporter.add(cf.graph, cf.inputs, cf._captures, cf.outputs, f"__inference_{cf.function._name}")
+        # Outputs in the order of the flattened output structure (dict keys sorted), as TF does.
+        outputs = [cf.outputs[leaf.index] for leaf in _structure.flatten(cf._template) if isinstance(leaf, _Out)]
+        name, bound = exporter.add(cf.graph, cf.inputs, cf._captures, outputs, f"__inference_{cf.function._name}")
         if name in saved.concrete_functions:
             return name
         scf = saved.concrete_functions[name]
@@ -206,7 +208,11 @@ def build(obj: Any, signatures: Any = None) -> Tuple[Any, Any]:
         cf = _signature_function(sig_name, value)
         inputs, outputs = _signature_io(cf)
         # The signature's own function: keyword inputs, a dict of named outputs (as TF saves it).
-        sig_exporter_name, bound = exporter.add(cf.graph, cf.inputs, cf._captures, cf.outputs,
+        # Keyword inputs and named outputs, both in sorted key order (a dict's flattened order).
+        by_key = dict(zip([key for key, _ in inputs], cf.inputs))
+        outputs = sorted(outputs, key=lambda item: item[0])
+        sig_exporter_name, bound = exporter.add(cf.graph, [by_key[k] for k in sorted(by_key)], cf._captures,
+                                                [t for _, t in outputs],
                                                 f"__inference_signature_wrapper_{cf.function._name}", fresh=True)
         scf = saved.concrete_functions[sig_exporter_name]
         for var in bound:
