@@ -188,9 +188,34 @@ class RestoredConcreteFunction:
 class RestoredFunction:
     """A saved jf.function: calls the first traced signature the arguments fit (TF's RestoredFunction)."""
 
-    def __init__(self, name: str, concretes: List[RestoredConcreteFunction]) -> None:
+    def __init__(self, name: str, concretes: List[RestoredConcreteFunction], spec=None) -> None:
         self.__name__ = name
         self._concretes = concretes
+        self._arg_names: List[str] = []
+        self._defaults: tuple = ()
+        if spec is not None and spec.HasField("fullargspec"):
+            fields = _structure.decode(spec.fullargspec)
+            if isinstance(fields, dict):
+                names = list(fields.get("args") or [])
+                self._arg_names = names[1:] if spec.is_method and names else names
+                self._defaults = tuple(fields.get("defaults") or ())
+
+    def _canonicalize(self, args: tuple, kwargs: dict):
+        """Positional arguments with keywords and defaults filled in, as the traced signatures hold them."""
+        if not self._arg_names:
+            return args, kwargs
+        kwargs = dict(kwargs)
+        positional = list(args)
+        first_default = len(self._arg_names) - len(self._defaults)
+        for i in range(len(args), len(self._arg_names)):
+            name = self._arg_names[i]
+            if name in kwargs:
+                positional.append(kwargs.pop(name))
+            elif i >= first_default:
+                positional.append(self._defaults[i - first_default])
+            else:
+                break
+        return tuple(positional), kwargs
 
     def concrete_functions(self) -> List[RestoredConcreteFunction]:
         return list(self._concretes)
@@ -198,6 +223,7 @@ class RestoredFunction:
     list_concrete_functions = concrete_functions
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        args, kwargs = self._canonicalize(args, kwargs)
         for cf in self._concretes:
             leaves = cf._bind(args, kwargs)
             if leaves is not None:
@@ -208,6 +234,7 @@ class RestoredFunction:
                          f"  {self.__name__}({given})\nExpected one of:\n{options or '  (none were traced)'}")
 
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> RestoredConcreteFunction:
+        args, kwargs = self._canonicalize(args, kwargs)
         for cf in self._concretes:
             if cf._bind(args, kwargs) is not None:
                 return cf
@@ -286,7 +313,7 @@ def load(export_dir: str, tags: Optional[Sequence[str]] = None, options: Any = N
                     raise DataLossError(f"function {parent_name!r} refers to the missing concrete function {name!r}")
                 concretes.append(RestoredConcreteFunction(name, library, graph.concrete_functions[name], objects,
                                                           parent_name))
-            objects[i] = RestoredFunction(parent_name, concretes)
+            objects[i] = RestoredFunction(parent_name, concretes, node.function.function_spec)
         elif kind == "bare_concrete_function":
             bare = node.bare_concrete_function
             name = bare.concrete_function_name

@@ -184,9 +184,15 @@ def build(obj: Any, signatures: Any = None) -> Tuple[Any, Any]:
             params = ["self"] * spec.is_method + [p for p in fn._param_names]
             spec.fullargspec.named_tuple_value.name = "FullArgSpec"
             spec.fullargspec.named_tuple_value.values.add(key="args").value.CopyFrom(_structure.encode(params))
+            defaults = tuple(p.default for p in fn._params if p.default is not p.empty)
+            try:
+                encoded_defaults = _structure.encode(defaults) if defaults else _structure.encode(None)
+            except TypeError:
+                encoded_defaults = _structure.encode(None)  # defaults that cannot be stored: must be passed
             for key in ("varargs", "varkw", "defaults", "kwonlyargs", "kwonlydefaults", "annotations"):
                 value = [] if key == "kwonlyargs" else ({} if key == "annotations" else None)
-                spec.fullargspec.named_tuple_value.values.add(key=key).value.CopyFrom(_structure.encode(value))
+                spec.fullargspec.named_tuple_value.values.add(key=key).value.CopyFrom(
+                    encoded_defaults if key == "defaults" else _structure.encode(value))
             if fn.input_signature is not None:
                 spec.input_signature.CopyFrom(_structure.encode(tuple(fn.input_signature)))
             else:
