@@ -23,8 +23,6 @@ from __future__ import annotations
 import struct
 from typing import Iterable, Iterator, List, Tuple
 
-import crc32c as _crc32c
-
 MAGIC = 0xDB4775248B80FB57
 FOOTER_SIZE = 48
 TRAILER_SIZE = 5
@@ -37,8 +35,16 @@ class TableError(ValueError):
     """The bytes are not a well-formed table; the message says where."""
 
 
+_crc_module = None
+
+
 def crc32c(data: bytes, crc: int = 0) -> int:
-    return _crc32c.crc32c(data, crc)
+    """CRC-32C via the `crc32c` package (imported on first use: `import jitflow` stays fast)."""
+    global _crc_module
+    if _crc_module is None:
+        import crc32c as _crc_module_
+        _crc_module = _crc_module_
+    return _crc_module.crc32c(data, crc)
 
 
 def mask(crc: int) -> int:

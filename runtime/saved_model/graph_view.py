@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from .load import meta_graph, read_saved_model
+from .loading import meta_graph, read_saved_model
 from .protos import graph_pb2, node_def_pb2
 
 _CALLS = ("StatefulPartitionedCall", "PartitionedCall", "If", "While")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from . import structure as _structure
-from .load import meta_graph, read_saved_model
+from .loading import meta_graph, read_saved_model
 from .protos import types_pb2
 
 _TF_DTYPE_NAMES = {"float32": "tf.float32", "float64": "tf.float64", "float16": "tf.float16", "int8": "tf.int8",

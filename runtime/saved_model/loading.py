@@ -29,7 +29,7 @@ from .. import tensor_bundle as _bundle
 from . import structure as _structure
 from .functions import Library
 from .protos import SavedModel
-from .save import SAVED_MODEL_FILENAME, SERVE_TAG, VARIABLES_DIRECTORY, VARIABLES_FILENAME
+from .saving import SAVED_MODEL_FILENAME, SERVE_TAG, VARIABLES_DIRECTORY, VARIABLES_FILENAME
 
 MAX_SAVED_MODEL_BYTES = 2 << 30  # protobuf's own limit for one message
 
