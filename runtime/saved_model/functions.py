@@ -24,10 +24,12 @@ from ..ops import registry
 from ..tensor import SymbolicTensor
 from ..variables import Variable
 from . import attrs as _attrs
+from . import tf_ops
 from .protos import attr_value_pb2, function_pb2
 from .structure import shape_proto
 
 _SUBGRAPH_ATTRS = {"If": ("then_branch", "else_branch"), "While": ("cond", "body"),
+                   "StatelessIf": ("then_branch", "else_branch"), "StatelessWhile": ("cond", "body"),
                    "StatefulPartitionedCall": ("f",), "PartitionedCall": ("f",)}
 _SANITIZE = re.compile(r"[^A-Za-z0-9_]")
 
@@ -104,11 +106,23 @@ class Exporter:
                                                                  ph._dtype))
             refs[id(ph.node)] = f"{ph.node.name}:output:0"
 
+        out_arg: Dict[int, str] = {}          # node id → the TF name of its outputs
+        used_names = {n.name for n in graph.nodes}
+
+        def unique(base: str) -> str:
+            candidate, i = base, 1
+            while candidate in used_names:
+                candidate = f"{base}_{i}"
+                i += 1
+            used_names.add(candidate)
+            return candidate
+
         def ref(t: SymbolicTensor) -> str:
             if id(t.node) in refs and t.node.op.tf_op == "Placeholder":
                 return refs[id(t.node)]
-            return f"{t.node.name}:output:{t.index}"
+            return f"{t.node.name}:{out_arg.get(id(t.node), 'output')}:{t.index}"
 
+        previous_ordered: Optional[str] = None  # TF runs by data flow: stateful ops are chained explicitly
         for node in graph.nodes:
             op = node.op.tf_op
             if op == "Placeholder":
@@ -116,24 +130,45 @@ class Exporter:
                     raise ValueError(f"cannot save {name}: its placeholder {node.name!r} is neither an argument "
                                      "nor a captured value")
                 continue
-            nd = fdef.node_def.add(name=node.name, op=op)
-            nd.input.extend(ref(t) for t in node.inputs)
+            input_refs = [ref(t) for t in node.inputs]
+            translated = None if op in _SUBGRAPH_ATTRS else tf_ops.export(node, input_refs, unique)
+            if translated is not None:  # TensorFlow's own form: TF loads it, and so does jitflow
+                fdef.node_def.extend(translated)
+                nd = fdef.node_def[-1]
+                out_arg[id(node)] = tf_ops.output_name(op)
+            else:
+                nd = fdef.node_def.add(name=node.name, op=op)
+                nd.input.extend(input_refs)
+                skip = _SUBGRAPH_ATTRS.get(op, ())
+                for key, proto in _attrs.encode_all(op, node.name, node.attrs, skip=skip).items():
+                    nd.attr[key].CopyFrom(proto)
+                for key in skip:
+                    sub = node.attrs.get(key)
+                    if sub is None:
+                        continue
+                    sub_inputs = list(getattr(sub, "inputs", []))
+                    sub_captures = getattr(sub, "captures", None)
+                    if sub_captures is None:  # a ConcreteFunction
+                        sub_captures = sub._captures
+                    sub_name, _ = self.add(sub.graph, sub_inputs, sub_captures, list(sub.graph.outputs),
+                                           f"{name}_{key}", top_level=False)
+                    nd.attr[key].func.name = sub_name
+                if op in ("StatefulPartitionedCall", "PartitionedCall"):  # TF's call attrs
+                    nd.attr["Tin"].list.type.extend(t._dtype.tf_enum for t in node.inputs)
+                    nd.attr["Tout"].list.type.extend(t._dtype.tf_enum for t in node.outputs)
+                    for key in ("config", "config_proto", "executor_type"):
+                        nd.attr[key].s = b""
+                else:
+                    nd.attr[tf_ops.NATIVE].b = True
             nd.input.extend("^" + c.name for c in node.control_inputs)
-            skip = _SUBGRAPH_ATTRS.get(op, ())
-            for key, proto in _attrs.encode_all(op, node.name, node.attrs, skip=skip).items():
-                nd.attr[key].CopyFrom(proto)
-            for key in skip:
-                sub = node.attrs.get(key)
-                if sub is None:
-                    continue
-                sub_inputs = list(getattr(sub, "inputs", []))
-                sub_captures = getattr(sub, "captures", None)
-                if sub_captures is None:  # a ConcreteFunction
-                    sub_captures = sub._captures
-                sub_name, _ = self.add(sub.graph, sub_inputs, sub_captures, list(sub.graph.outputs),
-                                       f"{name}_{key}", top_level=False)
-                nd.attr[key].func.name = sub_name
             nd.attr["_output_shapes"].list.shape.extend(shape_proto(t._dims) for t in node.outputs)
+            if _ordered(node):
+                if previous_ordered is not None:
+                    nd.input.append("^" + previous_ordered)
+                previous_ordered = nd.name
+                if node.op.stateful or op.startswith("Assign"):
+                    fdef.signature.control_output.append(nd.name)
+                    fdef.control_ret[nd.name] = nd.name
         for i, t in enumerate(outputs):
             fdef.signature.output_arg.add(name=f"output_{i}", type=t._dtype.tf_enum)
             fdef.ret[f"output_{i}"] = ref(t)
@@ -160,7 +195,7 @@ class Library:
                 for key in _SUBGRAPH_ATTRS[nd.op]:
                     if key in nd.attr:
                         self.check_supported(nd.attr[key].func.name, seen)
-            elif nd.op not in registry.OPS and nd.op not in _SKIPPED:
+            elif not _supported(nd):
                 raise UnsupportedOpError(
                     f"cannot load function {name!r}: its node {nd.name!r} uses the op {nd.op!r}, which jitflow "
                     "does not implement")
@@ -178,6 +213,7 @@ class Library:
         if len(inputs) != len(args):
             raise ValueError(f"function {name!r} takes {len(args)} inputs; got {len(inputs)}")
         env: Dict[str, List[Any]] = {}
+        consts: Dict[str, Any] = {}
         argmap = {a.name: value for a, value in zip(args, inputs)}
 
         def resolve(ref: str) -> Any:
@@ -194,13 +230,45 @@ class Library:
             if nd.op in _SKIPPED:
                 env[nd.name] = []
                 continue
-            inputs_ = [resolve(r) for r in nd.input if not r.startswith("^")]
-            env[nd.name] = self._run_node(name, nd, inputs_)
+            data_refs = [r for r in nd.input if not r.startswith("^")]
+            inputs_ = [resolve(r) for r in data_refs]
+
+            def const(i: int, data_refs=data_refs, nd=nd) -> Any:
+                node = data_refs[i].split(":")[0]
+                if node not in consts:
+                    raise UnsupportedOpError(f"cannot load function {name!r}: input {i} of {nd.name!r} ({nd.op}) "
+                                             "must be a constant for jitflow (it is computed at run time)")
+                return consts[node]
+            env[nd.name] = self._run_node(name, nd, inputs_, const)
+            if nd.op == "Const":
+                consts[nd.name] = _attrs.tensor_value(nd.attr["value"].tensor)
         return [resolve(fdef.ret[a.name]) for a in fdef.signature.output_arg]
 
-    def _run_node(self, fname: str, nd, inputs: List[Any]) -> List[Any]:
-        attrs = _attrs.decode_all({k: v for k, v in nd.attr.items() if k != "_output_shapes"
-                                   and k not in _SUBGRAPH_ATTRS.get(nd.op, ())})
+    def _run_node(self, fname: str, nd, inputs: List[Any], const: Callable[[int], Any]) -> List[Any]:
+        native = tf_ops.NATIVE in nd.attr
+        if nd.op in ("StatefulPartitionedCall", "PartitionedCall"):
+            return self.replay(nd.attr["f"].func.name, inputs)
+        attrs = _attrs.decode_all({k: v for k, v in nd.attr.items()
+                                   if k not in ("_output_shapes", tf_ops.NATIVE)
+                                   and k not in _SUBGRAPH_ATTRS.get(nd.op, ())
+                                   and (native or not k.startswith("_"))})  # TF's "_" attrs: metadata
+        if not native and nd.op in ("If", "StatelessIf"):  # TF: both branches take every input
+            then_name, else_name = nd.attr["then_branch"].func.name, nd.attr["else_branch"].func.name
+            rest = inputs[1:]
+            return list(control_flow.cond(inputs[0], lambda: self.replay(then_name, rest),
+                                          lambda: self.replay(else_name, rest), name=nd.name))
+        if not native and nd.op in ("While", "StatelessWhile"):  # TF: every input is a loop variable
+            cond_name, body_name = nd.attr["cond"].func.name, nd.attr["body"].func.name
+            outs = control_flow.while_loop(lambda *vs: self.replay(cond_name, list(vs))[0],
+                                           lambda *vs: self.replay(body_name, list(vs)), list(inputs),
+                                           name=nd.name)
+            return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+        if nd.op == "StringFormat":
+            return [tf_ops.FormattedString(inputs, attrs.get("template", "%s"), attrs.get("placeholder", "{}"),
+                                           int(attrs.get("summarize", 3)))]
+        if not native and nd.op in tf_ops.IMPORTS:
+            op, inputs, attrs = tf_ops.IMPORTS[nd.op](inputs, attrs, const)
+            return list(registry.apply(op, inputs, attrs, name=nd.name.rsplit("/", 1)[-1]))
         if nd.op == "If":
             n_then = attrs["n_then"]
             then_caps, else_caps = inputs[1:1 + n_then], inputs[1 + n_then:]
@@ -230,6 +298,19 @@ class Library:
 
 
 _SKIPPED = {"NoOp"}
+
+
+def _ordered(node: Any) -> bool:
+    """Ops whose order is observable: side effects, and anything reading or writing a variable."""
+    return node.op.stateful or any(t._dtype.name == "resource" for t in node.inputs)
+
+
+def _supported(nd) -> bool:
+    if nd.op in _SKIPPED or nd.op in tf_ops.TF_ONLY:
+        return True
+    if tf_ops.NATIVE in nd.attr:
+        return nd.op in registry.OPS
+    return nd.op in tf_ops.IMPORTS
 
 
 def _topological(fdef) -> List[Any]:

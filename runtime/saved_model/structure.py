@@ -75,7 +75,7 @@ def encode(value: Any) -> "struct_pb2.StructuredValue":
     return sv
 
 
-_DTYPES = {d.tf_enum: d for d in _dt.ALL_DTYPES}
+_DTYPES = {d.tf_enum: d for d in list(_dt.ALL_DTYPES) + [_dt.resource]}
 
 
 def dtype_of(enum: int) -> _dt.DType:

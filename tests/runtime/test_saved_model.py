@@ -57,7 +57,7 @@ signature_def['serving_default']:
         name: StatefulPartitionedCall:0
   Method name is: tensorflow/serving/predict
 The MetaGraph with tag set ['serve'] contains the following ops: {'AssignAddVariableOp', 'NoOp', 'PrintV2', \
-'ReadVariableOp'}
+'ReadVariableOp', 'StringFormat'}
 
 Concrete Functions:
   Function Name: 'addprint'
