@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .. import checkpoint as _checkpoint
 from .. import context
+from .. import dtypes as _dt
 from ..function import ConcreteFunction, Function, _Out
 from ..module import Module
 from ..tensor import TensorSpec
@@ -242,9 +243,10 @@ def build(obj: Any, signatures: Any = None) -> Tuple[Any, Any]:
             info.name = f"{sig_name}_{key}:0"
             info.dtype = spec.dtype.tf_enum
             info.tensor_shape.CopyFrom(_structure.shape_proto(_structure.spec_dims(spec)))
+        call = _signature_call_nodes(meta.graph_def, sig_name, inputs, outputs, bound, sig_exporter_name)
         for i, (key, t) in enumerate(outputs):
             info = sd.outputs[key]
-            info.name = f"StatefulPartitionedCall:{i}"
+            info.name = f"{call}:{i}"
             info.dtype = t._dtype.tf_enum
             info.tensor_shape.CopyFrom(_structure.shape_proto(t._dims))
     # TF's init-op signature: what to run after restoring (nothing here: variables restore by
@@ -258,6 +260,45 @@ def build(obj: Any, signatures: Any = None) -> Tuple[Any, Any]:
     model = SavedModel(saved_model_schema_version=1)
     model.meta_graphs.append(meta)
     return model, graph
+
+
+def _signature_call_nodes(graph_def, sig_name: str, inputs, outputs, bound, function_name: str) -> str:
+    """The graph nodes that run a signature, as TF lays them out: a Placeholder per input, a
+    VarHandleOp per variable, and a StatefulPartitionedCall of the signature's function.
+    TensorFlow's tools read the signature's tensor names (and its ops) from these."""
+    existing = {n.name for n in graph_def.node}
+    call_name, k = "StatefulPartitionedCall", 1
+    while call_name in existing:
+        call_name = f"StatefulPartitionedCall_{k}"
+        k += 1
+    call = graph_def.node.add(name=call_name, op="StatefulPartitionedCall")
+    for key, spec in sorted(inputs, key=lambda item: item[0]):
+        ph = graph_def.node.add(name=f"{sig_name}_{key}", op="Placeholder")
+        ph.attr["dtype"].type = spec.dtype.tf_enum
+        ph.attr["shape"].shape.CopyFrom(_structure.shape_proto(_structure.spec_dims(spec)))
+        call.input.append(ph.name)
+        call.attr["Tin"].list.type.append(spec.dtype.tf_enum)
+    for var in bound:
+        handle_name = var.name.rsplit(":", 1)[0]
+        if handle_name not in existing and all(n.name != handle_name for n in graph_def.node):
+            handle = graph_def.node.add(name=handle_name, op="VarHandleOp")
+            handle.attr["dtype"].type = var.dtype.tf_enum
+            handle.attr["shape"].shape.CopyFrom(_structure.shape_proto(tuple(var._value.shape)))
+            handle.attr["shared_name"].s = handle_name.encode()
+            handle.attr["container"].s = b""
+        call.input.append(handle_name)
+        call.attr["Tin"].list.type.append(_dt.resource.tf_enum)
+    call.attr["Tout"].list.type.extend(t._dtype.tf_enum for _, t in outputs)
+    call.attr["f"].func.name = function_name
+    for key in ("config", "config_proto", "executor_type"):
+        call.attr[key].s = b""
+    # keep the Placeholders and handles before the call (GraphDefs need no order, but it reads better)
+    nodes = list(graph_def.node)
+    call_index = next(i for i, n in enumerate(nodes) if n.name == call_name)
+    reordered = nodes[:call_index] + nodes[call_index + 1:] + [nodes[call_index]]
+    del graph_def.node[:]
+    graph_def.node.extend(reordered)
+    return call_name
 
 
 # -- putting the directory in place --------------------------------------------------------------------

@@ -62,9 +62,18 @@ def _spec_text(value) -> str:
 
 
 def _ops(meta) -> List[str]:
-    ops = {n.op for n in meta.graph_def.node}
-    for f in meta.graph_def.library.function:
-        ops.update(n.op for n in f.node_def)
+    """The ops of the graph and of every function it calls, directly or not (saved_model_cli's set)."""
+    functions = {f.signature.name: f for f in meta.graph_def.library.function}
+    ops, seen, pending = set(), set(), [list(meta.graph_def.node)]
+    while pending:
+        for node in pending.pop():
+            ops.add(node.op)
+            for attr in node.attr.values():
+                names = [attr.func.name] if attr.HasField("func") else [f.name for f in attr.list.func]
+                for name in names:
+                    if name in functions and name not in seen:
+                        seen.add(name)
+                        pending.append(list(functions[name].node_def))
     return sorted(ops)
 
 
@@ -103,6 +112,7 @@ def show(export_dir: str, tag_set: Optional[str] = None, signature_def: Optional
     model = read_saved_model(export_dir)
     lines: List[str] = []
     if all:
+        lines.append("")  # saved_model_cli starts --all with a blank line
         for meta in model.meta_graphs:
             tags = ", ".join(meta.meta_info_def.tags)
             lines.append(f"MetaGraphDef with tag-set: '{tags}' contains the following SignatureDefs:")

@@ -32,7 +32,7 @@ class DemoModule(jf.Module):
             return (self.x)
 
 
-SEED_SHOW_ALL = """\
+SEED_SHOW_ALL = """
 MetaGraphDef with tag-set: 'serve' contains the following SignatureDefs:
 
 signature_def['__saved_model_init_op']:
@@ -56,8 +56,8 @@ signature_def['serving_default']:
         shape: ()
         name: StatefulPartitionedCall:0
   Method name is: tensorflow/serving/predict
-The MetaGraph with tag set ['serve'] contains the following ops: {'AssignAddVariableOp', 'NoOp', 'PrintV2', \
-'ReadVariableOp', 'StringFormat'}
+The MetaGraph with tag set ['serve'] contains the following ops: {'AssignAddVariableOp', 'NoOp', 'Placeholder', \
+'PrintV2', 'ReadVariableOp', 'StatefulPartitionedCall', 'StringFormat', 'VarHandleOp'}
 
 Concrete Functions:
   Function Name: 'addprint'
