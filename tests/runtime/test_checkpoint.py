@@ -350,3 +350,12 @@ def test_a_crash_while_writing_leaves_the_previous_checkpoint(tmp_path, monkeypa
     ckpt.write(str(tmp_path / "c"))
     restored.restore(first).assert_consumed()
     assert restored.v.numpy() == 2.0
+
+
+def test_string_variables_round_trip(tmp_path):
+    v = jf.Variable(["a", "bc", ""])
+    path = jf.train.Checkpoint(v=v).save(str(tmp_path / "c"))
+    w = jf.Variable(["x", "y", "z"])
+    jf.train.Checkpoint(v=w).restore(path).assert_consumed()
+    assert w.numpy().tolist() == [b"a", b"bc", b""]
+    assert jf.train.load_checkpoint(path).get_tensor("v/.ATTRIBUTES/VARIABLE_VALUE").tolist() == [b"a", b"bc", b""]
