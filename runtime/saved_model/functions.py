@@ -50,6 +50,15 @@ def _arg_name(name: str, used: set) -> str:
     return candidate
 
 
+class Pad:
+    """An argument a sub-graph does not use, there because TF's calling convention passes it
+    (TF's `If` gives both branches every input; TF's `While` threads every capture through
+    cond and body). As an output, it returns the argument unchanged."""
+
+    def __init__(self, dtype: Any, dims: Any, label: str) -> None:
+        self._dtype, self._dims, self.label = dtype, dims, label
+
+
 class Exporter:
     """Collects the FunctionDefs of concrete functions (and their sub-graphs), each once."""
 
@@ -62,9 +71,12 @@ class Exporter:
         self._count += 1
         return f"{_SANITIZE.sub('_', base)}_{self._count}"
 
+    def _control_flow(self, node: Any, input_refs: List[str], name: str):
+        return _control_flow_export(self, node, input_refs, name)
+
     def add(self, graph: Graph, inputs: Sequence[SymbolicTensor], captures: Sequence[Tuple[Any, SymbolicTensor]],
             outputs: Sequence[SymbolicTensor], name: str, fresh: bool = False,
-            top_level: bool = True) -> Tuple[str, List[Variable]]:
+            top_level: bool = True, trailing: Sequence[Pad] = ()) -> Tuple[str, List[Variable]]:
         """Export `graph`; returns (its FunctionDef name, the variables bound to its resource args).
 
         A graph is exported once; `fresh=True` exports it again under a new name (a signature's
@@ -85,6 +97,11 @@ class Exporter:
         bound: List[Variable] = []
         consts: List[Tuple[SymbolicTensor, Any]] = []
         for i, ph in enumerate(inputs):
+            if isinstance(ph, Pad):
+                arg = fdef.signature.input_arg.add(name=_arg_name(ph.label, used), type=ph._dtype.tf_enum)
+                refs[id(ph)] = arg.name
+                fdef.arg_attr[i].attr["_output_shapes"].list.shape.append(shape_proto(ph._dims))
+                continue
             arg = fdef.signature.input_arg.add(name=_arg_name(ph.node.name, used), type=ph._dtype.tf_enum)
             refs[id(ph.node)] = arg.name
             fdef.arg_attr[i].attr["_output_shapes"].list.shape.append(shape_proto(ph._dims))
@@ -99,6 +116,11 @@ class Exporter:
                     bound.append(value)
             else:
                 consts.append((ph, value))
+        for pad in trailing:
+            i = len(fdef.signature.input_arg)
+            arg = fdef.signature.input_arg.add(name=_arg_name(pad.label, used), type=pad._dtype.tf_enum)
+            refs[id(pad)] = arg.name
+            fdef.arg_attr[i].attr["_output_shapes"].list.shape.append(shape_proto(pad._dims))
         for ph, value in consts:  # a captured eager tensor is stored as a constant
             nd = fdef.node_def.add(name=ph.node.name, op="Const")
             nd.attr["dtype"].type = ph._dtype.tf_enum
@@ -117,7 +139,9 @@ class Exporter:
             used_names.add(candidate)
             return candidate
 
-        def ref(t: SymbolicTensor) -> str:
+        def ref(t: Any) -> str:
+            if isinstance(t, Pad):
+                return refs[id(t)]
             if id(t.node) in refs and t.node.op.tf_op == "Placeholder":
                 return refs[id(t.node)]
             return f"{t.node.name}:{out_arg.get(id(t.node), 'output')}:{t.index}"
@@ -131,7 +155,10 @@ class Exporter:
                                      "nor a captured value")
                 continue
             input_refs = [ref(t) for t in node.inputs]
-            translated = None if op in _SUBGRAPH_ATTRS else tf_ops.export(node, input_refs, unique)
+            if op in ("If", "While"):
+                translated = self._control_flow(node, input_refs, name)
+            else:
+                translated = None if op in _SUBGRAPH_ATTRS else tf_ops.export(node, input_refs, unique)
             if translated is not None:  # TensorFlow's own form: TF loads it, and so does jitflow
                 fdef.node_def.extend(translated)
                 nd = fdef.node_def[-1]
@@ -161,7 +188,8 @@ class Exporter:
                 else:
                     nd.attr[tf_ops.NATIVE].b = True
             nd.input.extend("^" + c.name for c in node.control_inputs)
-            nd.attr["_output_shapes"].list.shape.extend(shape_proto(t._dims) for t in node.outputs)
+            shaped = node.inputs if (op == "While" and translated is not None) else node.outputs  # TF: all loop vars
+            nd.attr["_output_shapes"].list.shape.extend(shape_proto(t._dims) for t in shaped)
             if _ordered(node):
                 if previous_ordered is not None:
                     nd.input.append("^" + previous_ordered)
@@ -170,10 +198,69 @@ class Exporter:
                     fdef.signature.control_output.append(nd.name)
                     fdef.control_ret[nd.name] = nd.name
         for i, t in enumerate(outputs):
-            fdef.signature.output_arg.add(name=f"output_{i}", type=t._dtype.tf_enum)
+            fdef.signature.output_arg.add(name=f"output_{i}", type=t._dtype.tf_enum)  # a Pad returns its arg
             fdef.ret[f"output_{i}"] = ref(t)
         self.library.function.append(fdef)
         return fname, bound
+
+
+# -- TF's If and While ------------------------------------------------------------------------------------
+def _sub_parts(sub: Any) -> Tuple[list, list, list]:
+    return list(sub.inputs), list(sub.captures), list(sub.graph.outputs)
+
+
+def _pads(tensors: Sequence[Any], label: str) -> List[Pad]:
+    return [Pad(t._dtype if not isinstance(t, Variable) else _resource(), getattr(t, "_dims", ()), f"{label}_{i}")
+            for i, t in enumerate(tensors)]
+
+
+def _resource():
+    from .. import dtypes
+    return dtypes.resource
+
+
+def _control_flow_export(self: "Exporter", node: Any, input_refs: List[str], name: str):
+    """`If`/`While` in TensorFlow's calling convention (jitflow's keeps each sub-graph's captures apart)."""
+    from .protos import node_def_pb2
+    op, a = node.op.tf_op, node.attrs
+    nd = node_def_pb2.NodeDef(name=node.name, op=op)
+    nd.input.extend(input_refs)
+    in_types = [t._dtype.tf_enum for t in node.inputs]
+    if op == "If":
+        then_sub, else_sub = a["then_branch"], a["else_branch"]
+        n_then = a["n_then"]
+        then_caps_outer, else_caps_outer = node.inputs[1:1 + n_then], node.inputs[1 + n_then:]
+        then_in, then_caps, then_out = _sub_parts(then_sub)
+        else_in, else_caps, else_out = _sub_parts(else_sub)
+        then_name, _ = self.add(then_sub.graph, then_in, then_caps, then_out, f"{name}_then_branch", fresh=True,
+                                top_level=False, trailing=_pads(else_caps_outer, "else_input"))
+        else_name, _ = self.add(else_sub.graph, _pads(then_caps_outer, "then_input") + else_in, else_caps, else_out,
+                                f"{name}_else_branch", fresh=True, top_level=False)
+        nd.attr["Tcond"].type = node.inputs[0]._dtype.tf_enum
+        nd.attr["Tin"].list.type.extend(in_types[1:])
+        nd.attr["Tout"].list.type.extend(t._dtype.tf_enum for t in node.outputs)
+        nd.attr["then_branch"].func.name = then_name
+        nd.attr["else_branch"].func.name = else_name
+    else:
+        cond_sub, body_sub = a["cond"], a["body"]
+        n_vars, n_cond = a["n_vars"], a["n_cond"]
+        if a.get("maximum_iterations") is not None:
+            return None
+        cond_caps_outer, body_caps_outer = node.inputs[n_vars:n_vars + n_cond], node.inputs[n_vars + n_cond:]
+        cond_in, cond_caps, cond_out = _sub_parts(cond_sub)
+        body_in, body_caps, body_out = _sub_parts(body_sub)
+        cond_name, _ = self.add(cond_sub.graph, cond_in, cond_caps, cond_out, f"{name}_cond", fresh=True,
+                                top_level=False, trailing=_pads(body_caps_outer, "body_input"))
+        cond_pads = _pads(cond_caps_outer, "cond_input")
+        body_outputs = list(body_out) + cond_pads + [ph for _, ph in body_caps]  # captures pass through
+        body_name, _ = self.add(body_sub.graph, body_in + cond_pads, body_caps, body_outputs, f"{name}_body",
+                                fresh=True, top_level=False)
+        nd.attr["T"].list.type.extend(in_types)
+        nd.attr["cond"].func.name = cond_name
+        nd.attr["body"].func.name = body_name
+        nd.attr["parallel_iterations"].i = 10
+        nd.attr["output_shapes"].list.shape.extend(shape_proto(t._dims) for t in node.inputs)
+    return [nd]
 
 
 # -- import -------------------------------------------------------------------------------------
@@ -259,10 +346,20 @@ class Library:
                                           lambda: self.replay(else_name, rest), name=nd.name))
         if not native and nd.op in ("While", "StatelessWhile"):  # TF: every input is a loop variable
             cond_name, body_name = nd.attr["cond"].func.name, nd.attr["body"].func.name
-            outs = control_flow.while_loop(lambda *vs: self.replay(cond_name, list(vs))[0],
-                                           lambda *vs: self.replay(body_name, list(vs)), list(inputs),
-                                           name=nd.name)
-            return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            # Variables (resource handles) ride along unchanged: captured, not looped over.
+            moving = [i for i, v in enumerate(inputs) if not isinstance(v, Variable)]
+
+            def full(vs):
+                merged = list(inputs)
+                for i, v in zip(moving, vs):
+                    merged[i] = v
+                return merged
+            outs = control_flow.while_loop(
+                lambda *vs: self.replay(cond_name, full(vs))[0],
+                lambda *vs: [self.replay(body_name, full(vs))[i] for i in moving],
+                [inputs[i] for i in moving], name=nd.name)
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            return full(outs)
         if nd.op == "StringFormat":
             return [tf_ops.FormattedString(inputs, attrs.get("template", "%s"), attrs.get("placeholder", "{}"),
                                            int(attrs.get("summarize", 3)))]

@@ -152,3 +152,58 @@ def test_jitflow_runs_what_tensorflow_just_saved(tmp_path):
     x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
     loaded = jf.saved_model.load(str(tmp_path / "scaler"))
     np.testing.assert_allclose(loaded(jf.constant(x)).numpy(), scaler(tf.constant(x)).numpy())
+
+
+class Looper(jf.Module):
+    def __init__(self):
+        super().__init__()
+        self.v = jf.Variable(2.0)
+        self.inner = Dense(2, 2)
+
+    @jf.function(input_signature=[jf.TensorSpec([None, 2], jf.float32), jf.TensorSpec([], jf.int32)])
+    def f(self, x, n):
+        x = self.inner(x)
+        if jf.reduce_sum(x) > 1.0:
+            y = x * self.v
+        else:
+            y = x - 1.0
+        i = jf.constant(0)
+        while i < n:
+            y = y + self.v
+            i += 1
+        return y
+
+
+@pytest.mark.tf
+def test_control_flow_crosses_both_ways(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    looper = Looper()
+    jf.saved_model.save(looper, str(tmp_path / "jf"))
+    theirs = tf.saved_model.load(str(tmp_path / "jf"))
+    for x, n in ((np.array([[1.0, 2.0]], np.float32), 3), (np.array([[-5.0, -4.0]], np.float32), 0)):
+        np.testing.assert_allclose(theirs.f(tf.constant(x), tf.constant(n)).numpy(),
+                                   looper.f(jf.constant(x), jf.constant(n)).numpy(), rtol=1e-6)
+
+    class TFLooper(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.v = tf.Variable(2.0)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32), tf.TensorSpec([], tf.int32)])
+        def f(self, x, n):
+            if tf.reduce_sum(x) > 0:
+                y = x * self.v
+            else:
+                y = x - 1.0
+            i = tf.constant(0)
+            while i < n:
+                y = y + self.v
+                i += 1
+            return y
+
+    tf_looper = TFLooper()
+    tf.saved_model.save(tf_looper, str(tmp_path / "tf"))
+    ours = jf.saved_model.load(str(tmp_path / "tf"))
+    for x, n in ((np.array([1.0, 2.0], np.float32), 3), (np.array([-1.0, -2.0], np.float32), 2)):
+        np.testing.assert_allclose(ours.f(jf.constant(x), jf.constant(n)).numpy(),
+                                   tf_looper.f(tf.constant(x), tf.constant(n)).numpy(), rtol=1e-6)
