@@ -145,6 +145,42 @@ def export(node: Any, inputs: List[str], unique: Callable[[str], str]) -> Option
         nd.attr["N"].i = len(inputs)
         nd.attr["axis"].i = int(a.get("axis", 0))
         nd.input.extend(inputs)
+    elif op in ("ArgMax", "ArgMin"):
+        nd.attr["T"].type = dtypes[0].tf_enum
+        nd.attr["Tidx"].type = _dt.int32.tf_enum
+        nd.attr["output_type"].type = a["output_type"].tf_enum
+        nd.input.extend([inputs[0], const_input("dimension", a["axis"])])
+    elif op == "GatherV2":
+        nd.attr["Tparams"].type = dtypes[0].tf_enum
+        nd.attr["Tindices"].type = dtypes[1].tf_enum
+        nd.attr["Taxis"].type = _dt.int32.tf_enum
+        nd.attr["batch_dims"].i = 0
+        nd.input.extend([inputs[0], inputs[1], const_input("axis", a["axis"])])
+    elif op == "Fill":
+        nd.attr["T"].type = dtypes[0].tf_enum
+        nd.attr["index_type"].type = _dt.int32.tf_enum
+        nd.input.extend([const_input("dims", list(a["dims"])), inputs[0]])
+    elif op == "Range":
+        nd.attr["Tidx"].type = dtypes[0].tf_enum
+        nd.input.extend(inputs)
+    elif op in ("Shape", "Size"):
+        nd.attr["T"].type = dtypes[0].tf_enum
+        nd.attr["out_type"].type = a["out_type"].tf_enum
+        nd.input.extend(inputs)
+    elif op == "Pad":
+        nd.attr["T"].type = dtypes[0].tf_enum
+        nd.attr["Tpaddings"].type = dtypes[1].tf_enum
+        nd.input.extend(inputs)
+    elif op == "Unpack":
+        nd.attr["T"].type = dtypes[0].tf_enum
+        nd.attr["num"].i = int(a["num"])
+        nd.attr["axis"].i = int(a["axis"])
+        nd.input.extend(inputs)
+    elif op == "BatchMatMulV2":
+        nd.attr["T"].type = dtypes[0].tf_enum
+        nd.attr["adj_x"].b = bool(a.get("transpose_a", False))
+        nd.attr["adj_y"].b = bool(a.get("transpose_b", False))
+        nd.input.extend(inputs)
     elif op == "PrintV2":
         parts, template = a["template"], []
         for kind, payload in parts:
@@ -197,6 +233,15 @@ def _variable_op(op: str):
     return imp
 
 
+def _range(inputs, attrs, const):
+    try:
+        start, limit, delta = (float(np.asarray(const(i))) for i in range(3))
+        length = max(0, int(np.ceil((limit - start) / delta)))
+    except Exception:  # run-time bounds: jitflow's Range then has an unknown length
+        length = None
+    return "Range", inputs, {"_length": length}
+
+
 def _print(inputs, attrs, const):
     fmt = inputs[0]
     if not isinstance(fmt, FormattedString):
@@ -239,5 +284,20 @@ IMPORTS: Dict[str, Callable] = {
     "ConcatV2": lambda inputs, attrs, const: ("ConcatV2", inputs[:-1], {"axis": int(const(len(inputs) - 1))}),
     "Pack": lambda inputs, attrs, const: ("Pack", inputs, {"axis": int(attrs.get("axis", 0))}),
     "PrintV2": _print,
+    "ArgMax": lambda inputs, attrs, const: ("ArgMax", [inputs[0]], {"axis": int(const(1)),
+                                                                    "output_type": attrs.get("output_type", _dt.int64)}),
+    "ArgMin": lambda inputs, attrs, const: ("ArgMin", [inputs[0]], {"axis": int(const(1)),
+                                                                    "output_type": attrs.get("output_type", _dt.int64)}),
+    "GatherV2": lambda inputs, attrs, const: ("GatherV2", inputs[:2], {"axis": int(const(2))}),
+    "Fill": lambda inputs, attrs, const: ("Fill", [inputs[1]], {"dims": tuple(int(v) for v in np.atleast_1d(const(0)))}),
+    "Range": _range,
+    "Shape": lambda inputs, attrs, const: ("Shape", inputs, {"out_type": attrs.get("out_type", _dt.int32)}),
+    "Size": lambda inputs, attrs, const: ("Size", inputs, {"out_type": attrs.get("out_type", _dt.int32)}),
+    "Pad": lambda inputs, attrs, const: ("Pad", inputs, {"_paddings": [tuple(int(v) for v in row)
+                                                                      for row in np.asarray(const(1))]}),
+    "Unpack": lambda inputs, attrs, const: ("Unpack", inputs, {"num": int(attrs["num"]),
+                                                               "axis": int(attrs.get("axis", 0))}),
+    "BatchMatMulV2": lambda inputs, attrs, const: ("BatchMatMulV2", inputs, {
+        "transpose_a": bool(attrs.get("adj_x")), "transpose_b": bool(attrs.get("adj_y"))}),
 }
 TF_ONLY = {"StringFormat", "NoOp"}  # handled by the replayer itself

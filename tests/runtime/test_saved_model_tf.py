@@ -207,3 +207,74 @@ def test_control_flow_crosses_both_ways(tmp_path):
     for x, n in ((np.array([1.0, 2.0], np.float32), 3), (np.array([-1.0, -2.0], np.float32), 2)):
         np.testing.assert_allclose(ours.f(jf.constant(x), jf.constant(n)).numpy(),
                                    tf_looper.f(tf.constant(x), tf.constant(n)).numpy(), rtol=1e-6)
+
+
+class ManyOps(jf.Module):
+    def __init__(self):
+        super().__init__()
+        self.v = jf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3))
+
+    @jf.function(input_signature=[jf.TensorSpec([2, 3], jf.float32)])
+    def f(self, x):
+        x = x + self.v
+        a = jf.cast(jf.argmax(x, axis=1), jf.float32)
+        b = jf.gather(x, [2, 0], axis=1) + jf.fill([2, 2], 3.0)
+        d = jf.cast(jf.range(0, 6, 2), jf.float32)
+        e = jf.cast(jf.shape(x), jf.float32) * jf.cast(jf.size(x), jf.float32)
+        m = jf.matmul(jf.reshape(x, [1, 2, 3]), jf.reshape(x, [1, 3, 2]))
+        return {"a": a, "b": b, "d": d, "e": e, "h": jf.pad(x, [[1, 1], [0, 2]]), "k": jf.unstack(x, axis=0)[1],
+                "m": m, "s": jf.squeeze(jf.expand_dims(x, 0), [0]), "w": jf.where(x > 1.0, x, -x),
+                "z": jf.reduce_prod(x, axis=0) + jf.reduce_min(x) - jf.reduce_max(x, axis=[0, 1])}
+
+
+def test_many_ops_round_trip_in_tensorflows_form(tmp_path):
+    model = ManyOps()
+    jf.saved_model.save(model, str(tmp_path / "ops"))
+    from jitflow.runtime.saved_model.loading import meta_graph, read_saved_model
+    meta = meta_graph(read_saved_model(str(tmp_path / "ops")))
+    native = {nd.op for f in meta.graph_def.library.function for nd in f.node_def if "_jf_native" in nd.attr}
+    assert native == set()  # every op of this model is written in TensorFlow's own form
+    x = np.array([[1, -2, 3], [0.5, 7, -1]], np.float32)
+    want = model.f(jf.constant(x))
+    got = jf.saved_model.load(str(tmp_path / "ops")).f(jf.constant(x))
+    for key in want:
+        np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), err_msg=key)
+
+
+@pytest.mark.tf
+def test_tensorflow_runs_many_ops_saved_by_jitflow(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    model = ManyOps()
+    jf.saved_model.save(model, str(tmp_path / "ops"))
+    x = np.array([[1, -2, 3], [0.5, 7, -1]], np.float32)
+    want = model.f(jf.constant(x))
+    loaded = tf.saved_model.load(str(tmp_path / "ops"))
+    got = loaded.f(tf.constant(x))
+    for key in want:
+        np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), err_msg=key)
+
+
+@pytest.mark.tf
+def test_saved_model_cli_and_jitflow_show_agree(tmp_path):
+    pytest.importorskip("tensorflow")
+    import subprocess
+    import sys
+    from jitflow.runtime.saved_model.show import show
+    demo = DemoModule(init_value=jf.constant(1.0))
+    export = str(tmp_path / "demo")
+    jf.saved_model.save(demo, export, signatures={"serving_default": demo.addprint})
+    for args in ([], ["--tag_set", "serve"], ["--tag_set", "serve", "--signature_def", "serving_default"], ["--all"]):
+        cli = subprocess.run([sys.executable, "-m", "tensorflow.python.tools.saved_model_cli", "show", "--dir",
+                              export, *args], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        assert cli.returncode == 0, cli.stderr
+        ours = show(export, tag_set=args[1] if "--tag_set" in args else None,
+                    signature_def=args[3] if "--signature_def" in args else None, all="--all" in args)
+        expected, got = cli.stdout.splitlines(), ours.splitlines()
+        assert len(expected) == len(got)
+        for e, g in zip(expected, got):
+            if "contains the following ops:" in e:  # saved_model_cli prints a Python set: order varies
+                e_ops, g_ops = (sorted(x.split(": ", 1)[1].strip("{}").split(", ")) for x in (e, g))
+                assert e_ops == g_ops
+            else:
+                assert e == g
