@@ -306,11 +306,15 @@ def write_bundle(prefix: str, tensors: Dict[str, Tuple[np.ndarray, _dt.DType]]) 
     else:
         start = live[1]
     if live is not None:
-        fd, size = open_regular(dpath, directory or ".", "checkpoint data file")
         try:
-            keep = pread_all(fd, live[1] - live[0], live[0]) if live[1] <= size else b""
-        finally:
-            os.close(fd)
+            fd, size = open_regular(dpath, directory or ".", "checkpoint data file")
+        except (DataLossError, NotFoundError):  # not a file we may read: nothing restorable to keep
+            fd, size = None, 0
+        if fd is not None:
+            try:
+                keep = pread_all(fd, live[1] - live[0], live[0]) if live[1] <= size else b""
+            finally:
+                os.close(fd)
         if len(keep) != live[1] - live[0]:
             live, keep, start = None, b"", 0
     index_items = []

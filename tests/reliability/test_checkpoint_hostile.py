@@ -171,3 +171,15 @@ def test_legacy_zip_bomb_is_refused_before_decompressing(tmp_path):
     with pytest.raises(jf.errors.DataLossError, match="the index says"):
         fresh.restore(legacy(tmp_path, data))
     assert untouched(fresh)
+
+
+def test_saving_over_a_hostile_data_file_replaces_the_link_not_its_target(saved, tmp_path):
+    path, fresh = saved
+    outside = tmp_path.parent / f"{tmp_path.name}-victim"
+    outside.write_bytes(b"precious")
+    os.remove(path + DATA)
+    os.symlink(str(outside), path + DATA)
+    jf.train.Checkpoint(v=jf.Variable(np.full(4, 9.0, np.float32))).write(path)
+    assert outside.read_bytes() == b"precious" and not os.path.islink(path + DATA)
+    fresh.restore(path)
+    assert fresh.v.numpy().tolist() == [9.0] * 4
