@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -311,3 +312,36 @@ def test_a_function_with_an_op_jitflow_lacks_names_it(tmp_path):
     open(pb, "wb").write(model.SerializeToString())
     with pytest.raises(jf.saved_model.UnsupportedOpError, match="'FancyUnknownOp'"):
         jf.saved_model.load(export)
+
+
+def test_variables_that_do_not_match_the_object_graph_are_refused(tmp_path):
+    demo = DemoModule(init_value=jf.constant(1.0))
+    jf.saved_model.save(demo, str(tmp_path / "demo"), signatures=demo.addprint)
+
+    class Other(jf.Module):
+        def __init__(self):
+            super().__init__()
+            self.x = jf.Variable([1.0, 2.0])  # same name, another shape
+
+    jf.saved_model.save(Other(), str(tmp_path / "other"))
+    shutil.rmtree(tmp_path / "demo" / "variables")
+    shutil.copytree(tmp_path / "other" / "variables", tmp_path / "demo" / "variables")
+    with pytest.raises(ValueError, match=r"x: the checkpoint value has shape \(2,\)"):
+        jf.saved_model.load(str(tmp_path / "demo"))
+
+
+def test_a_function_holding_an_unsavable_python_object_is_refused(tmp_path):
+    import io
+    sink = io.StringIO()
+
+    class Printer(jf.Module):
+        @jf.function(input_signature=[jf.TensorSpec([], jf.float32)])
+        def f(self, a):
+            jf.print(a, output_stream=sink)  # a Python file object inside the graph
+            return a
+
+    printer = Printer()
+    printer.f(jf.constant(1.0))
+    with pytest.raises(ValueError, match=r"attr 'output_stream' holds a StringIO"):
+        jf.saved_model.save(printer, str(tmp_path / "p"))
+    assert not os.path.exists(tmp_path / "p")
