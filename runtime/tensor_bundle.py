@@ -27,12 +27,12 @@ import os
 import re
 import stat
 import struct
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 
 from . import dtypes as _dt
-from .atomic_files import atomic_write, fsync_directory, remove_stale_temps, temp_path
+from .atomic_files import atomic_write, fsync_directory, remove_stale_temps
 from .errors import DataLossError, NotFoundError
 from .sstable import TableError, build_table, crc32c, get_varint, mask, put_varint, read_table, unmask
 

@@ -9,7 +9,7 @@ tuple JSON text (its name listed in `_jf_nested`), everything else the obvious f
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 

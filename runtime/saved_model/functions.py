@@ -25,7 +25,7 @@ from ..tensor import SymbolicTensor
 from ..variables import Variable
 from . import attrs as _attrs
 from . import tf_ops
-from .protos import attr_value_pb2, function_pb2
+from .protos import function_pb2
 from .structure import shape_proto
 
 _SUBGRAPH_ATTRS = {"If": ("then_branch", "else_branch"), "While": ("cond", "body"),

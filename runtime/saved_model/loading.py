@@ -18,7 +18,6 @@ import numpy as np
 
 from .. import checkpoint as _checkpoint
 from .. import context
-from .. import dtypes as _dt
 from ..errors import DataLossError, NotFoundError
 from ..function import function as _jf_function
 from ..module import Module
@@ -109,7 +108,7 @@ def _matches(spec_tree: Any, value: Any, leaves: List[Any]) -> bool:
     if isinstance(spec_tree, (list, tuple)):
         return (isinstance(value, (list, tuple)) and len(value) == len(spec_tree)
                 and all(_matches(s, v, leaves) for s, v in zip(spec_tree, value)))
-    return spec_tree == value or (isinstance(value, Tensor) and value.shape.rank == 0 and False)
+    return spec_tree == value  # a Python value must equal the traced one
 
 
 class RestoredConcreteFunction:
@@ -153,14 +152,9 @@ class RestoredConcreteFunction:
     def _bind(self, args: tuple, kwargs: dict) -> Optional[List[Tensor]]:
         want_args, want_kwargs = self.structured_input_signature
         leaves: List[Tensor] = []
-        if len(args) > len(want_args) or set(kwargs) - set(want_kwargs) - set():
+        if len(args) != len(want_args) or set(kwargs) != set(want_kwargs):
             return None
-        merged_args = list(args)
-        if len(merged_args) < len(want_args):
-            return None
-        if not all(_matches(s, v, leaves) for s, v in zip(want_args, merged_args)):
-            return None
-        if set(kwargs) != set(want_kwargs):
+        if not all(_matches(s, v, leaves) for s, v in zip(want_args, args)):
             return None
         for k in sorted(want_kwargs):
             if not _matches(want_kwargs[k], kwargs[k], leaves):

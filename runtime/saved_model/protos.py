@@ -31,3 +31,6 @@ def _build_saved_model():
 
 
 SavedModel = _build_saved_model()
+
+__all__ = ["SavedModel", "attr_value_pb2", "function_pb2", "graph_pb2", "meta_graph_pb2", "node_def_pb2",
+           "saved_object_graph_pb2", "struct_pb2", "tensor_pb2", "tensor_shape_pb2", "types_pb2", "versions_pb2"]

@@ -20,7 +20,7 @@ import ctypes.util
 import os
 import shutil
 import secrets
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from .. import checkpoint as _checkpoint
 from .. import context

@@ -13,7 +13,7 @@ is the constant value of input i (TF's axis/shape inputs must be constants).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime import sstable, tensor_bundle
+from jitflow.runtime import sstable
 from jitflow.runtime.bundle_protos import BundleEntryProto, BundleHeaderProto
 
 DATA = ".data-00000-of-00001"

@@ -3,8 +3,6 @@ TensorFlow reads jitflow's (when TF is installed: `make test-tf`)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
