@@ -20,7 +20,7 @@ SERVE_TAG = "serve"
 SERVING = SERVE_TAG
 
 _LAZY = {"Loaded": "loading", "RestoredFunction": "loading", "RestoredConcreteFunction": "loading",
-         "UnsupportedOpError": "functions"}
+         "UnsupportedOpError": "function_import"}
 
 
 def save(obj: Any, export_dir: str, signatures: Any = None, options: Any = None) -> None:

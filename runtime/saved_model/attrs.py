@@ -18,6 +18,10 @@ from .protos import attr_value_pb2, tensor_pb2
 from .structure import dims_of, dtype_of, shape_proto
 
 NESTED = "_jf_nested"
+# Attrs that name sub-graphs (functions) rather than hold values.
+SUBGRAPH_ATTRS = {"If": ("then_branch", "else_branch"), "While": ("cond", "body"),
+                   "StatelessIf": ("then_branch", "else_branch"), "StatelessWhile": ("cond", "body"),
+                   "StatefulPartitionedCall": ("f",), "PartitionedCall": ("f",)}
 
 
 def tensor_proto(value: Any, dtype: Optional[_dt.DType] = None) -> "tensor_pb2.TensorProto":

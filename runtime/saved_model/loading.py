@@ -26,7 +26,7 @@ from ..tensor import Tensor, TensorSpec
 from ..variables import Variable
 from .. import tensor_bundle as _bundle
 from . import structure as _structure
-from .functions import Library
+from .function_import import Library
 from .protos import SavedModel
 from .saving import SAVED_MODEL_FILENAME, SERVE_TAG, VARIABLES_DIRECTORY, VARIABLES_FILENAME
 

@@ -30,7 +30,7 @@ from ..module import Module
 from ..tensor import TensorSpec
 from ..variables import Variable
 from . import structure as _structure
-from .functions import Exporter
+from .function_export import Exporter
 from .protos import SavedModel, meta_graph_pb2, saved_object_graph_pb2, versions_pb2
 
 SAVED_MODEL_FILENAME = "saved_model.pb"
