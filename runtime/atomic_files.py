@@ -7,6 +7,7 @@ without touching the temp files of a writer that is still running.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from typing import Callable, Optional
 
@@ -62,20 +63,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
+_TEMP = re.compile(r"\.(?P<target>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp")
+
+
 def remove_stale_temps(path: str) -> int:
-    """Delete the temp files of `path` left by processes that no longer exist; returns how many."""
-    directory, base = os.path.split(path)
-    start = f".{base}."
+    """Delete temp files next to `path` (of any target) left by processes that no longer exist.
+
+    Any target, not just `path`'s: a writer killed while saving `ckpt-4` leaves temps that no
+    later save of `ckpt-5`, `ckpt-6`, ... would otherwise ever remove. Returns how many went.
+    """
+    directory = os.path.dirname(path)
     removed = 0
     try:
         names = os.listdir(directory or ".")
     except OSError:
         return 0
     for name in names:
-        if not (name.startswith(start) and name.endswith(".tmp")):
-            continue
-        parts = name[len(start):-len(".tmp")].split(".")
-        if len(parts) != 2 or not parts[0].isdigit() or _alive(int(parts[0])):
+        m = _TEMP.fullmatch(name)
+        if m is None or _alive(int(m.group("pid"))):
             continue
         try:
             os.unlink(os.path.join(directory, name))

@@ -290,8 +290,7 @@ def write_bundle(prefix: str, tensors: Dict[str, Tuple[np.ndarray, _dt.DType]]) 
     if directory:
         os.makedirs(directory, exist_ok=True)
     dpath, ipath = data_path(prefix), index_path(prefix)
-    for path in (dpath, ipath):
-        remove_stale_temps(path)
+    remove_stale_temps(ipath)
     protos = _protos()
     encoded = []
     for name in sorted(tensors, key=lambda n: n.encode("utf-8")):

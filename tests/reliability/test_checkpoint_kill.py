@@ -163,3 +163,12 @@ def test_stale_temps_of_live_writers_are_kept(tmp_path):
     open(dead, "w").close()
     assert atomic_files.remove_stale_temps(target) == 1
     assert os.path.exists(mine) and not os.path.exists(dead)
+    os.remove(mine)
+    # a writer killed while saving ckpt-4 leaves temps that the save of ckpt-5 removes
+    stale = [os.path.join(str(tmp_path), f".ckpt-4{suffix}.999999999.0badc0de.tmp")
+             for suffix in (".index", ".data-00000-of-00001")]
+    for path in stale:
+        open(path, "w").close()
+    jf.train.CheckpointManager(jf.train.Checkpoint(v=jf.Variable(1.0)), str(tmp_path), max_to_keep=1).save(
+        checkpoint_number=5)
+    assert temp_files(tmp_path) == []
