@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 from typing import Callable, Optional
 
 
@@ -63,7 +64,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-_TEMP = re.compile(r"\.(?P<target>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp")
+_TEMP = re.compile(r"\.(?P<target>.+)\.(?P<pid>\d+)\.[0-9a-f]{8}\.tmp(\.old)?")
 
 
 def remove_stale_temps(path: str) -> int:
@@ -82,8 +83,12 @@ def remove_stale_temps(path: str) -> int:
         m = _TEMP.fullmatch(name)
         if m is None or _alive(int(m.group("pid"))):
             continue
+        full = os.path.join(directory, name)
         try:
-            os.unlink(os.path.join(directory, name))
+            if os.path.isdir(full) and not os.path.islink(full):
+                shutil.rmtree(full)  # a SavedModel export being built when its writer died
+            else:
+                os.unlink(full)
             removed += 1
         except OSError:
             pass

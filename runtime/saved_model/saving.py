@@ -23,6 +23,7 @@ import secrets
 from typing import Any, Dict, List, Tuple
 
 from .. import checkpoint as _checkpoint
+from ..atomic_files import remove_stale_temps
 from .. import context
 from .. import dtypes as _dt
 from ..function import ConcreteFunction, Function, _Out
@@ -351,6 +352,7 @@ def save(obj: Any, export_dir: str, signatures: Any = None, options: Any = None)
     model, graph = build(obj, signatures)
     parent = os.path.dirname(export_dir)
     os.makedirs(parent, exist_ok=True)
+    remove_stale_temps(export_dir)  # exports of writers that were killed half-way
     tmp = os.path.join(parent, f".{os.path.basename(export_dir)}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         os.makedirs(os.path.join(tmp, VARIABLES_DIRECTORY))

@@ -292,9 +292,12 @@ def test_saving_bad_objects_is_refused_and_leaves_the_previous_export(tmp_path, 
         jf.saved_model.save(demo, export, signatures=demo.addprint)
     monkeypatch.undo()
     assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []  # no temp directory left
+    killed = tmp_path / ".demo.999999999.0badc0de.tmp"  # what a writer killed mid-export leaves
+    (killed / "variables").mkdir(parents=True)
     assert jf.saved_model.load(export).x.numpy() == 1.0  # the previous export, intact
     jf.saved_model.save(demo, export, signatures=demo.addprint)  # and a later save replaces it
     assert jf.saved_model.load(export).x.numpy() == 50.0
+    assert not killed.exists()
 
 
 def test_a_function_with_an_op_jitflow_lacks_names_it(tmp_path):
