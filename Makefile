@@ -54,7 +54,7 @@ $(VENV_TF)/.installed: pyproject.toml setup.py runtime/execution/_direct.c | $(P
 	touch $@
 
 test-tf: $(VENV_TF)/.installed
-	$(PY_TF) -m pytest -q -m tf -p no:cacheprovider; rc=$$?; [ $$rc -eq 5 ] && echo "no TensorFlow tests collected" && exit 0; exit $$rc
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY_TF) -m pytest -q -m tf -p no:cacheprovider; rc=$$?; [ $$rc -eq 5 ] && echo "no TensorFlow tests collected" && exit 0; exit $$rc
 
 bench: $(VENV)/.installed
 	$(PIP) install -e '.[bench]'

@@ -7,6 +7,8 @@
 
 Also `python -m jitflow ...`.
     jitflow inspect LOGDIR
+    jitflow saved-model show --dir DIR [--all | --tag_set serve [--signature_def NAME]]
+    jitflow saved-model to-logdir --dir DIR --logdir LOGDIR
 
 Each subcommand is a pair of functions: `add_<name>_parser(subparsers)` declares its
 arguments and `run_<name>(args) -> int` does the work; `build_parser` lists the pairs.
@@ -223,6 +225,60 @@ def run_inspect(args: argparse.Namespace) -> int:
     return 0 if found else 1
 
 
+# -- jitflow saved-model (issue 20) ---------------------------------------------------------
+def add_saved_model_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "saved-model", help="inspect a SavedModel (as saved_model_cli does) or view its graph",
+        description="Inspect a SavedModel directory written by jf.saved_model.save or by TensorFlow.")
+    sub = p.add_subparsers(dest="saved_model_command", metavar="SUBCOMMAND")
+    show = sub.add_parser("show", help="print tag-sets, signatures, ops and concrete functions",
+                          description="Print what `saved_model_cli show` prints for the same options.")
+    show.add_argument("--dir", required=True, help="the SavedModel directory")
+    show.add_argument("--all", action="store_true", help="every signature, the ops, and the concrete functions")
+    show.add_argument("--tag_set", help="comma-separated tags of one MetaGraphDef (e.g. serve)")
+    show.add_argument("--signature_def", help="one signature's inputs and outputs (needs --tag_set)")
+    show.set_defaults(func=run_saved_model_show)
+    logdir = sub.add_parser("to-logdir", help="write the SavedModel's graph to an event file for TensorBoard",
+                            description="Write the SavedModel's functions as one graph (each function under its own "
+                                        "name scope) to an event file in LOGDIR; open it with tensorboard --logdir.")
+    logdir.add_argument("--dir", required=True, help="the SavedModel directory")
+    logdir.add_argument("--logdir", required=True, help="where to write the event file")
+    logdir.add_argument("--tag_set", help="comma-separated tags of one MetaGraphDef (default: serve)")
+    logdir.set_defaults(func=run_saved_model_to_logdir)
+    p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
+    return p
+
+
+def run_saved_model_show(args: argparse.Namespace) -> int:
+    from jitflow.runtime.saved_model.show import show  # lazy: loads only for the `saved-model` command
+    if args.signature_def and not args.tag_set:
+        print("jitflow saved-model show: --signature_def needs --tag_set", file=sys.stderr)
+        return 2
+    try:
+        sys.stdout.write(show(args.dir, tag_set=args.tag_set, signature_def=args.signature_def, all=args.all))
+    except (OSError, ValueError) as e:
+        print(f"jitflow saved-model show: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_saved_model_to_logdir(args: argparse.Namespace) -> int:
+    from jitflow import summary  # lazy: loads only for the `saved-model` command
+    from jitflow.runtime.saved_model.graph_view import graph_def  # lazy: loads only for the `saved-model` command
+    try:
+        graph = graph_def(args.dir, args.tag_set.split(",") if args.tag_set else None)
+    except (OSError, ValueError) as e:
+        print(f"jitflow saved-model to-logdir: {e}", file=sys.stderr)
+        return 1
+    writer = summary.create_file_writer(args.logdir)
+    with writer.as_default():
+        summary.graph(graph)
+    writer.close()
+    print(f"wrote the graph of {args.dir} ({len(graph.node)} nodes) to {os.path.abspath(args.logdir)}; "
+          f"view it with: tensorboard --logdir {args.logdir}")
+    return 0
+
+
 # -- the command ----------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -232,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(subparsers)
     add_panel_parser(subparsers)
     add_inspect_parser(subparsers)
+    add_saved_model_parser(subparsers)
     return parser
 
 

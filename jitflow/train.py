@@ -9,12 +9,14 @@
 from typing import Any
 
 from jitflow.runtime.training.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint
+from jitflow.runtime.training.checkpoint_reader import CheckpointReader, list_variables, load_checkpoint
 
 # `tf.train.Example` & co.: real protobuf messages, built on first use (runtime.io.example_pb).
 _EXAMPLE_PROTOS = ("Example", "Features", "Feature", "BytesList", "FloatList", "Int64List", "SequenceExample",
                    "FeatureList", "FeatureLists")
 
-__all__ = ["Checkpoint", "CheckpointManager", "latest_checkpoint", *_EXAMPLE_PROTOS]
+__all__ = ["Checkpoint", "CheckpointManager", "latest_checkpoint", "CheckpointReader", "list_variables",
+           "load_checkpoint", *_EXAMPLE_PROTOS]
 
 
 def __getattr__(name: str) -> Any:

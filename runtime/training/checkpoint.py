@@ -8,26 +8,22 @@ matches objects by these names, not by variable names. Objects that do not exist
 are restored when they are created and assigned as an attribute (restore-on-creation,
 seed 003), and so are optimizer slots, when the optimizer makes them.
 
-File format, version 1 (`save("dir/ckpt")` → prefix `dir/ckpt-N`, N = save counter):
+File format: TensorFlow's (`save("dir/ckpt")` → prefix `dir/ckpt-N`, N = save counter):
 
-- `<prefix>.npz`: a numpy `.npz` archive (no pickles) with one array per saved
-  variable, named `n<node id>`.
-- `<prefix>.json`: the object graph and the archive's checksum, written *after* the
-  archive, so it marks a complete checkpoint::
-
-      {"format": "jitflow.checkpoint", "version": 1,
-       "data_file": "ckpt-1.npz", "data_bytes": 1234, "data_sha256": "…",
-       "nodes": [{"kind": "object", "children": [{"name": "model", "node": 1}, …]},
-                 {"kind": "variable", "children": [], "variable":
-                    {"key": "n2", "dtype": "float32", "shape": [3], "name": "dense/w:0"}},
-                 {"kind": "object", "children": […], "slot_variables":
-                    [{"original": 2, "slot": "m", "node": 7}]}, …]}
-
-  Node 0 is the checkpoint itself; kinds are "object", "list", "dict" and "variable".
+- `<prefix>.index` + `<prefix>.data-00000-of-00001`: a tensor bundle (`tensor_bundle.py`)
+  holding every variable under TF's name for it (`model/dense/w/.ATTRIBUTES/VARIABLE_VALUE`)
+  and the object graph as a `TrackableObjectGraph` proto under `_CHECKPOINTABLE_OBJECT_GRAPH`
+  (`object_graph.py`). TensorFlow restores these files into the equivalent `tf.Module`, and
+  jitflow restores TensorFlow's.
 - `checkpoint`: TF's text index of the directory (`model_checkpoint_path: "ckpt-2"`,
   then one `all_model_checkpoint_paths:` line per kept checkpoint).
+- jitflow's older format (`<prefix>.json` object graph + `<prefix>.npz` values, version 1)
+  is still read, so checkpoints written before the switch restore; new ones are TF's.
 
-Every file is written to a temporary file, flushed, fsynced and renamed into place, so
+Writing to a prefix that already holds a checkpoint keeps that one restorable until the
+new one is complete, whatever the moment of a kill (see `tensor_bundle.py`); the
+`checkpoint` file is replaced by an atomic rename. Every file is written to a temporary file,
+flushed, fsynced and renamed into place, so
 a crash leaves either the old file or the new one. A restore reads and checks
 everything first (JSON, checksum, archive, every shape and dtype against the live
 variables) and assigns nothing unless all of it is valid: a truncated or corrupt
@@ -35,12 +31,12 @@ checkpoint raises `jf.errors.DataLossError` and leaves the variables untouched.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import io
 import json
 import os
 import re
-import tempfile
 import weakref
 import zipfile
 from typing import Any, Dict, List, Optional, Tuple
@@ -55,6 +51,9 @@ from jitflow.runtime.core.errors import DataLossError, NotFoundError
 from jitflow.runtime.state.module import Module
 from jitflow.runtime.core.tensor import host_array
 from jitflow.runtime.state.variables import Variable
+from jitflow.runtime.training import object_graph as _object_graph
+from jitflow.runtime.training import tensor_bundle as _bundle
+from jitflow.runtime.training.atomic_files import atomic_write, remove_stale_temps
 
 FORMAT = "jitflow.checkpoint"
 VERSION = 1
@@ -143,66 +142,41 @@ class _Graph:
         self.nodes.append({"kind": _kind(obj), "children": []})
         return len(self.objects) - 1
 
-    def arrays(self) -> Dict[str, np.ndarray]:
-        out = {}
+    def arrays(self) -> Dict[str, Tuple[np.ndarray, _dt.DType]]:
+        """{tensor name: (value, dtype)} of every variable, named as TF names them."""
+        values = {}
         for i, (obj, node) in enumerate(zip(self.objects, self.nodes)):
             if not isinstance(obj, Variable):
                 continue
             if obj._value is None:
                 raise ValueError(f"cannot save {obj.name}: it has no value yet (it is initialised when the "
                                  "function that created it first runs)")
-            if obj.dtype.is_string:
-                raise TypeError(f"cannot save {obj.name}: checkpoints hold numeric and bool variables, not "
-                                "strings")
-            key = f"n{i}"
-            node["variable"] = {"key": key, "dtype": obj.dtype.name, "shape": list(obj._value.shape),
+            node["variable"] = {"key": f"n{i}", "dtype": obj.dtype.name, "shape": list(obj._value.shape),
                                 "name": obj.name}
-            out[key] = np.asarray(host_array(obj._value))
-        return out
+            values[i] = (np.asarray(host_array(obj._value)), obj.dtype)
+        _object_graph.assign_keys(self.nodes)
+        return {self.nodes[i]["variable"]["key"]: v for i, v in values.items()}
 
 
 # -- files ------------------------------------------------------------------------------------
 def _atomic_write(path: str, data: bytes) -> None:
     """Write `data` to `path` so that a crash leaves the old file or the new one, never half."""
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:  # make the rename itself durable
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+    remove_stale_temps(path)
+    atomic_write(path, data)
 
 
 def _write_checkpoint(prefix: str, root: Any) -> str:
     graph = _Graph(root)
-    arrays = graph.arrays()
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    data = buffer.getvalue()
-    directory = os.path.dirname(prefix)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    data_path = prefix + ".npz"
-    meta = {"format": FORMAT, "version": VERSION, "data_file": os.path.basename(data_path),
-            "data_bytes": len(data), "data_sha256": hashlib.sha256(data).hexdigest(), "nodes": graph.nodes}
-    _atomic_write(data_path, data)
-    _atomic_write(prefix + ".json", json.dumps(meta, indent=1).encode("utf-8"))  # last: commits it
+    tensors = graph.arrays()
+    tensors[_object_graph.OBJECT_GRAPH_KEY] = (np.array(_object_graph.to_proto(graph.nodes), dtype=object),
+                                                _dt.string)
+    _bundle.write_bundle(prefix, tensors)
     return prefix
+
+
+def exists(prefix: str) -> bool:
+    """Whether a complete checkpoint (TF format, or jitflow's older .json + .npz) is at `prefix`."""
+    return os.path.exists(_bundle.index_path(prefix)) or os.path.exists(prefix + ".json")
 
 
 def _corrupt(prefix: str, why: str) -> DataLossError:
@@ -211,15 +185,53 @@ def _corrupt(prefix: str, why: str) -> DataLossError:
 
 def _read_checkpoint(prefix: str) -> Tuple[List[Dict[str, Any]], Dict[str, np.ndarray]]:
     """The nodes and arrays of checkpoint `prefix`, after checking every part of it."""
+    if os.path.exists(_bundle.index_path(prefix)) or not os.path.exists(prefix + ".json"):
+        return _read_bundle_checkpoint(prefix)
+    return _read_legacy_checkpoint(prefix)
+
+
+def _read_bundle_checkpoint(prefix: str) -> Tuple[List[Dict[str, Any]], Dict[str, np.ndarray]]:
+    """TF's format: the bundle, its object graph, then every value the graph refers to."""
+    if not os.path.exists(_bundle.index_path(prefix)):
+        if glob.glob(glob.escape(prefix) + ".data-*"):
+            raise _corrupt(prefix, f"{_bundle.index_path(prefix)} is missing (the save did not finish)")
+        raise NotFoundError(f"no checkpoint at {prefix!r}: {_bundle.index_path(prefix)} does not exist (pass the "
+                            "path that save() returned, e.g. jf.train.latest_checkpoint(directory))")
+    with _bundle.BundleReader(prefix) as reader:
+        reader.check_ranges()
+        if _object_graph.OBJECT_GRAPH_KEY not in reader.entries:
+            raise DataLossError(f"checkpoint {prefix!r} has no object graph ({_object_graph.OBJECT_GRAPH_KEY}); "
+                                "it was written by TF1's name-based Saver, which jitflow does not restore")
+        specs = {name: {"dtype": e.dtype.name if e.dtype is not None else f"enum {e.dtype_enum}",
+                        "shape": e.shape} for name, e in reader.entries.items()}
+        graph_bytes = reader.read(_object_graph.OBJECT_GRAPH_KEY).item()
+        try:
+            nodes = _object_graph.from_proto(graph_bytes, specs)
+        except ValueError as e:
+            raise _corrupt(prefix, str(e)) from None
+        arrays = {}
+        for i, node in enumerate(nodes):
+            spec = node.get("variable")
+            if spec is not None and spec["key"] not in arrays:
+                arrays[spec["key"]] = reader.read(spec["key"])
+    return nodes, arrays
+
+
+def _read_legacy_checkpoint(prefix: str) -> Tuple[List[Dict[str, Any]], Dict[str, np.ndarray]]:
+    """jitflow's version-1 format (.json + .npz), still read so older checkpoints restore."""
     meta_path = prefix + ".json"
     if not os.path.exists(meta_path):
         if os.path.exists(prefix + ".npz"):
             raise _corrupt(prefix, f"{meta_path} is missing (the save did not finish)")
         raise NotFoundError(f"no checkpoint at {prefix!r}: {meta_path} does not exist (pass the path that "
                             "save() returned, e.g. jf.train.latest_checkpoint(directory))")
+    fd, size = _bundle.open_regular(meta_path, os.path.dirname(prefix), "checkpoint index")
     try:
-        with open(meta_path, "rb") as f:
-            meta = json.loads(f.read().decode("utf-8"))
+        raw = _bundle.pread_all(fd, min(size, 64 << 20), 0)
+    finally:
+        os.close(fd)
+    try:
+        meta = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise _corrupt(prefix, f"{meta_path} is not valid JSON ({e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -230,16 +242,29 @@ def _read_checkpoint(prefix: str) -> Tuple[List[Dict[str, Any]], Dict[str, np.nd
                             f"versions up to {VERSION} (it was written by a newer jitflow)")
     nodes = meta.get("nodes")
     _check_nodes(prefix, nodes)
-    data_path = os.path.join(os.path.dirname(prefix), str(meta.get("data_file")))
-    if not os.path.exists(data_path):
-        raise _corrupt(prefix, f"its data file {data_path} is missing")
-    with open(data_path, "rb") as f:
-        data = f.read()
-    if len(data) != meta.get("data_bytes"):
-        raise _corrupt(prefix, f"{data_path} has {len(data)} bytes, the index says {meta.get('data_bytes')}")
+    data_file, data_bytes = meta.get("data_file"), meta.get("data_bytes")
+    if not isinstance(data_file, str) or os.path.basename(data_file) != data_file or data_file in ("", ".", ".."):
+        raise _corrupt(prefix, f"its data file {data_file!r} is not a file name inside the checkpoint's directory")
+    if not isinstance(data_bytes, int) or data_bytes < 0:
+        raise _corrupt(prefix, f"its data size {data_bytes!r} is not a byte count")
+    data_path = os.path.join(os.path.dirname(prefix), data_file)
+    try:
+        fd, size = _bundle.open_regular(data_path, os.path.dirname(prefix), "checkpoint data file")
+    except NotFoundError:
+        raise _corrupt(prefix, f"its data file {data_path} is missing") from None
+    try:
+        if size != data_bytes:  # checked before reading: no allocation the index did not promise
+            raise _corrupt(prefix, f"{data_path} has {size} bytes, the index says {data_bytes}")
+        data = _bundle.pread_all(fd, size, 0)
+    finally:
+        os.close(fd)
     if hashlib.sha256(data).hexdigest() != meta.get("data_sha256"):
         raise _corrupt(prefix, f"{data_path} does not match its sha256 checksum")
     try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:  # stored members only: no decompression bombs
+            packed = [i.filename for i in zf.infolist() if i.compress_type != zipfile.ZIP_STORED]
+        if packed:
+            raise _corrupt(prefix, f"{data_path} has compressed members {packed}; jitflow writes them stored")
         with np.load(io.BytesIO(data), allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
     except (ValueError, OSError, zipfile.BadZipFile, EOFError) as e:
@@ -633,12 +658,13 @@ def latest_checkpoint(checkpoint_dir: str, latest_filename: Optional[str] = None
     if latest_filename not in (None, INDEX_FILE):
         raise ValueError(f"latest_filename: jitflow keeps its index in {INDEX_FILE!r}")
     latest, _ = _read_index(directory)
-    if latest is None or not os.path.exists(latest + ".json"):
+    if latest is None or not exists(latest):
         return None
     return latest
 
 
 def _delete(prefix: str) -> None:
+    _bundle.delete_bundle(prefix)
     for suffix in (".json", ".npz"):  # the index first: a half-deleted checkpoint is no checkpoint
         try:
             os.remove(prefix + suffix)
@@ -665,8 +691,8 @@ class CheckpointManager:
         self._max_to_keep = max_to_keep
         self._prefix = os.path.join(self._directory, checkpoint_name)
         latest, kept = _read_index(self._directory)
-        self._kept = [p for p in kept if os.path.exists(p + ".json")]
-        self._latest = latest if latest is not None and os.path.exists(latest + ".json") else None
+        self._kept = [p for p in kept if exists(p)]
+        self._latest = latest if latest is not None and exists(latest) else None
 
     @property
     def checkpoint(self) -> Checkpoint:

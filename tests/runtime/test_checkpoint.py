@@ -73,14 +73,18 @@ def test_save_numbers_files_and_the_index(tmp_path):
     assert ckpt.save(prefix) == prefix + "-2"
     assert ckpt.save_counter.numpy() == 2
     files = sorted(os.listdir(tmp_path / "sub"))
-    assert files == ["checkpoint", "model.ckpt-1.json", "model.ckpt-1.npz", "model.ckpt-2.json", "model.ckpt-2.npz"]
+    assert files == ["checkpoint", "model.ckpt-1.data-00000-of-00001", "model.ckpt-1.index",
+                     "model.ckpt-2.data-00000-of-00001", "model.ckpt-2.index"]
     index = (tmp_path / "sub" / "checkpoint").read_text()
     assert index.splitlines() == ['model_checkpoint_path: "model.ckpt-2"', 'all_model_checkpoint_paths: "model.ckpt-2"']
     assert jf.train.latest_checkpoint(str(tmp_path / "sub")) == prefix + "-2"
     assert jf.train.latest_checkpoint(str(tmp_path / "nothing")) is None
-    meta = json.loads((tmp_path / "sub" / "model.ckpt-1.json").read_text())
-    assert (meta["format"], meta["version"]) == ("jitflow.checkpoint", 1)
-    assert [c["name"] for c in meta["nodes"][0]["children"]] == ["v", "save_counter"]
+    assert jf.train.list_variables(prefix + "-1") == [
+        ("_CHECKPOINTABLE_OBJECT_GRAPH", []), ("save_counter/.ATTRIBUTES/VARIABLE_VALUE", []),
+        ("v/.ATTRIBUTES/VARIABLE_VALUE", [])]
+    reader = jf.train.load_checkpoint(str(tmp_path / "sub"))  # a directory: its latest checkpoint
+    assert reader.get_tensor("save_counter/.ATTRIBUTES/VARIABLE_VALUE") == 2
+    assert reader.get_variable_to_dtype_map()["v/.ATTRIBUTES/VARIABLE_VALUE"] is jf.float32
 
 
 def test_write_uses_the_exact_prefix_and_restore_continues_the_counter(tmp_path):
@@ -168,8 +172,9 @@ def test_checkpoint_manager_keeps_the_newest(tmp_path):
     prefix = str(tmp_path / "model.ckpt")
     assert manager.checkpoints == [prefix + "-3", prefix + "-4"]
     assert manager.latest_checkpoint == prefix + "-4" == jf.train.latest_checkpoint(str(tmp_path))
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model.ckpt-3.json", "model.ckpt-3.npz",
-                                            "model.ckpt-4.json", "model.ckpt-4.npz"]
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model.ckpt-3.data-00000-of-00001",
+                                            "model.ckpt-3.index", "model.ckpt-4.data-00000-of-00001",
+                                            "model.ckpt-4.index"]
     assert manager.save(checkpoint_number=100) == prefix + "-100"
     assert manager.checkpoints == [prefix + "-4", prefix + "-100"]
 
@@ -211,8 +216,8 @@ def assert_untouched(ckpt):
 
 def test_truncated_data_raises_data_loss_and_restores_nothing(saved):
     path, fresh = saved
-    data = open(path + ".npz", "rb").read()
-    open(path + ".npz", "wb").write(data[:len(data) // 2])
+    data = open(path + ".data-00000-of-00001", "rb").read()
+    open(path + ".data-00000-of-00001", "wb").write(data[:len(data) // 2])
     with pytest.raises(jf.errors.DataLossError, match="truncated"):
         fresh.restore(path)
     assert_untouched(fresh)
@@ -220,31 +225,98 @@ def test_truncated_data_raises_data_loss_and_restores_nothing(saved):
 
 def test_flipped_byte_fails_the_checksum(saved):
     path, fresh = saved
-    data = bytearray(open(path + ".npz", "rb").read())
-    data[-40] ^= 0xFF
-    open(path + ".npz", "wb").write(bytes(data))
-    with pytest.raises(jf.errors.DataLossError, match="sha256"):
+    data = bytearray(open(path + ".data-00000-of-00001", "rb").read())
+    data[-1] ^= 0xFF  # in the last value (save_counter)
+    open(path + ".data-00000-of-00001", "wb").write(bytes(data))
+    with pytest.raises(jf.errors.DataLossError, match="fails its CRC-32C check"):
+        fresh.restore(path)
+    data[-1] ^= 0xFF
+    data[3] ^= 0xFF  # in the object graph's string lengths
+    open(path + ".data-00000-of-00001", "wb").write(bytes(data))
+    with pytest.raises(jf.errors.DataLossError, match="checksum"):
         fresh.restore(path)
     assert_untouched(fresh)
 
 
-def test_truncated_or_newer_index_and_missing_files(saved):
+def test_truncated_or_damaged_index_and_missing_files(saved):
     path, fresh = saved
-    text = open(path + ".json").read()
-    open(path + ".json", "w").write(text[:len(text) // 2])
-    with pytest.raises(jf.errors.DataLossError, match="not valid JSON"):
+    raw = open(path + ".index", "rb").read()
+    open(path + ".index", "wb").write(raw[:len(raw) // 2])
+    with pytest.raises(jf.errors.DataLossError, match="not a valid index"):
         fresh.restore(path)
-    meta = json.loads(text)
-    meta["version"] = 99
-    open(path + ".json", "w").write(json.dumps(meta))
-    with pytest.raises(jf.errors.DataLossError, match="newer"):
+    damaged = bytearray(raw)
+    damaged[5] ^= 0x01
+    open(path + ".index", "wb").write(bytes(damaged))
+    with pytest.raises(jf.errors.DataLossError, match="CRC"):
         fresh.restore(path)
-    os.remove(path + ".json")
+    os.remove(path + ".index")
     with pytest.raises(jf.errors.DataLossError, match="did not finish"):
         fresh.restore(path)
     with pytest.raises(jf.errors.NotFoundError):
         fresh.restore(path + "-nope")
     assert_untouched(fresh)
+
+
+# -- jitflow's older .json + .npz checkpoints still restore (the migration path) ---------------
+def write_legacy(prefix, variables):
+    """A version-1 jitflow checkpoint of Checkpoint(**variables) as the previous release wrote it."""
+    import hashlib
+    import io
+    names = sorted(variables)
+    nodes = [{"kind": "object", "children": [{"name": n, "node": i + 1} for i, n in enumerate(names)]}]
+    arrays = {}
+    for i, n in enumerate(names):
+        value = np.asarray(variables[n])
+        arrays[f"n{i + 1}"] = value
+        nodes.append({"kind": "variable", "children": [], "variable": {
+            "key": f"n{i + 1}", "dtype": value.dtype.name, "shape": list(value.shape), "name": n + ":0"}})
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    data = buffer.getvalue()
+    open(prefix + ".npz", "wb").write(data)
+    meta = {"format": "jitflow.checkpoint", "version": 1, "data_file": os.path.basename(prefix) + ".npz",
+            "data_bytes": len(data), "data_sha256": hashlib.sha256(data).hexdigest(), "nodes": nodes}
+    open(prefix + ".json", "w").write(json.dumps(meta))
+    return prefix
+
+
+@pytest.fixture
+def legacy(tmp_path):
+    path = write_legacy(str(tmp_path / "old-1"), {"a": np.array([1.0, 2.0], np.float32),
+                                                 "b": np.array(3.0, np.float32),
+                                                 "save_counter": np.array(1, np.int64)})
+    return path, jf.train.Checkpoint(a=jf.Variable([0.0, 0.0]), b=jf.Variable(0.0))
+
+
+def test_legacy_checkpoints_restore_and_resave_in_tf_format(legacy, tmp_path):
+    path, fresh = legacy
+    fresh.restore(path).assert_existing_objects_matched()
+    assert fresh.a.numpy().tolist() == [1.0, 2.0] and fresh.b.numpy() == 3.0
+    assert jf.train.list_variables(path) == [("a/.ATTRIBUTES/VARIABLE_VALUE", [2]),
+                                             ("b/.ATTRIBUTES/VARIABLE_VALUE", []),
+                                             ("save_counter/.ATTRIBUTES/VARIABLE_VALUE", [])]
+    new = fresh.save(str(tmp_path / "new"))
+    assert new == str(tmp_path / "new-2")  # the save counter was restored too
+    assert os.path.exists(new + ".index") and not os.path.exists(new + ".json")
+
+
+def test_legacy_truncated_or_newer_index_and_bad_archives(legacy):
+    path, fresh = legacy
+    text = open(path + ".json").read()
+    open(path + ".json", "w").write(text[:len(text) // 2])
+    with pytest.raises(jf.errors.DataLossError, match="not valid JSON"):
+        fresh.restore(path)
+    meta = json.loads(text)
+    open(path + ".json", "w").write(json.dumps(dict(meta, version=99)))
+    with pytest.raises(jf.errors.DataLossError, match="newer"):
+        fresh.restore(path)
+    data = bytearray(open(path + ".npz", "rb").read())
+    data[-40] ^= 0xFF
+    open(path + ".npz", "wb").write(bytes(data))
+    open(path + ".json", "w").write(text)
+    with pytest.raises(jf.errors.DataLossError, match="sha256"):
+        fresh.restore(path)
+    assert fresh.a.numpy().tolist() == [0.0, 0.0] and fresh.b.numpy() == 0.0
 
 
 def test_one_bad_shape_assigns_nothing(saved):
@@ -258,23 +330,32 @@ def test_one_bad_shape_assigns_nothing(saved):
 def test_a_crash_while_writing_leaves_the_previous_checkpoint(tmp_path, monkeypatch):
     v = jf.Variable(1.0)
     ckpt = jf.train.Checkpoint(v=v)
-    first = ckpt.save(str(tmp_path / "c"))
+    first = ckpt.write(str(tmp_path / "c"))
     v.assign(2.0)
     real_replace = os.replace
 
     def crash_on_index(src, dst):
-        if dst.endswith(".json"):
+        if dst.endswith(".index"):
             raise OSError("disk full")
         real_replace(src, dst)
 
-    monkeypatch.setattr(ckpt_mod.os, "replace", crash_on_index)
+    monkeypatch.setattr(os, "replace", crash_on_index)
     with pytest.raises(OSError, match="disk full"):
-        ckpt.save(str(tmp_path / "c"))
+        ckpt.write(str(tmp_path / "c"))  # the same prefix: its data file is replaced, its index is not
     monkeypatch.undo()
     assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]  # temporary files cleaned up
-    assert jf.train.latest_checkpoint(str(tmp_path)) == first
-    with pytest.raises(jf.errors.DataLossError):  # the data of save 2 landed, its index did not
-        jf.train.Checkpoint(v=jf.Variable(0.0)).restore(str(tmp_path / "c-2"))
     restored = jf.train.Checkpoint(v=jf.Variable(0.0))
-    restored.restore(first).assert_consumed()
+    restored.restore(first).assert_consumed()  # the old index still reads the new data file
     assert restored.v.numpy() == 1.0
+    ckpt.write(str(tmp_path / "c"))
+    restored.restore(first).assert_consumed()
+    assert restored.v.numpy() == 2.0
+
+
+def test_string_variables_round_trip(tmp_path):
+    v = jf.Variable(["a", "bc", ""])
+    path = jf.train.Checkpoint(v=v).save(str(tmp_path / "c"))
+    w = jf.Variable(["x", "y", "z"])
+    jf.train.Checkpoint(v=w).restore(path).assert_consumed()
+    assert w.numpy().tolist() == [b"a", b"bc", b""]
+    assert jf.train.load_checkpoint(path).get_tensor("v/.ATTRIBUTES/VARIABLE_VALUE").tolist() == [b"a", b"bc", b""]

@@ -197,7 +197,8 @@ def test_004_checkpoint_save_and_restore_by_key_names(in_tmp_dir):
     model.w.assign(jf.ones([4, 3]))
     checkpoint = jf.train.Checkpoint(myAwesomeModel=model, myAwesomeOptimizer=optimizer)
     assert checkpoint.save('./save/model.ckpt') == './save/model.ckpt-1'
-    assert sorted(os.listdir('save')) == ['checkpoint', 'model.ckpt-1.json', 'model.ckpt-1.npz']
+    # the seed: "checkpoint、model.ckpt-1.index 和 model.ckpt-1.data-00000-of-00001 的三个文件"
+    assert sorted(os.listdir('save')) == ['checkpoint', 'model.ckpt-1.data-00000-of-00001', 'model.ckpt-1.index']
 
     model_to_be_restored = MyModel()
     checkpoint = jf.train.Checkpoint(myAwesomeModel=model_to_be_restored)  # same key name
