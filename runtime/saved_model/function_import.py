@@ -21,7 +21,11 @@ from jitflow.runtime.saved_model.attrs import SUBGRAPH_ATTRS as _SUBGRAPH_ATTRS
 from jitflow.runtime.saved_model.protos import function_pb2
 
 class UnsupportedOpError(ValueError):
-    """A saved function uses an op jitflow does not implement."""
+    """A saved function uses an op jitflow does not implement; the message names the node and op.
+
+    >>> issubclass(jf.saved_model.UnsupportedOpError, ValueError)
+    True
+    """
 
 
 # -- import -------------------------------------------------------------------------------------

@@ -79,7 +79,15 @@ class CheckpointReader:
 
 
 def load_checkpoint(ckpt_dir_or_file: str) -> CheckpointReader:
-    """A `CheckpointReader` for a checkpoint prefix, or for the latest checkpoint in a directory."""
+    """A `CheckpointReader` for a checkpoint prefix, or for the latest checkpoint in a directory.
+
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = jf.train.Checkpoint(w=jf.Variable([1.0, 2.0])).save(folder + "/ckpt")
+    >>> reader = jf.train.load_checkpoint(folder)
+    >>> reader.get_variable_to_shape_map()["w/.ATTRIBUTES/VARIABLE_VALUE"]
+    [2]
+    """
     return CheckpointReader(_resolve(ckpt_dir_or_file))
 
 
