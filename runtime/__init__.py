@@ -24,6 +24,8 @@ from .module import Module
 from .control_flow import cond, while_loop
 from .autodiff import GradientTape
 from . import gradients as _gradients  # registers every op's gradient
+from .ops import nn_conv_ops
+from . import gradients_nn as _gradients_nn  # conv/pool/activation gradients
 from . import autograph, autograph_ops
 
 from .ops import indexing_ops, nn_ops
