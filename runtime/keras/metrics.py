@@ -1,0 +1,230 @@
+"""Metrics (TF's `tf.keras.metrics`): stateful accumulators of `update_state` / `result` / `reset_state`.
+
+A metric's state is a few non-trainable variables (`total`, `count`), so `update_state`
+inside `fit`'s compiled train step is a couple of `assign_add` nodes and the running
+value is read with `result()`. As in Keras, `metric(y_true, y_pred)` updates and
+returns the result.
+
+    >>> m = SparseCategoricalAccuracy()
+    >>> float(m([1, 0], [[0.1, 0.9], [0.2, 0.8]]))
+    0.5
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from .. import context
+from .. import dtypes as _dt
+from .backend import to_snake_case
+from ..ops import array_ops as A
+from ..ops import math_ops as M
+from ..ops.constant_op import convert_to_tensor
+from ..tensor import Tensor
+from ..variables import Variable
+from . import losses as _losses
+from .layers.base import Layer
+
+
+def _divide_no_nan(x: Tensor, y: Tensor) -> Tensor:
+    safe = M.maximum(y, np.finfo(np.float32).tiny) if y.dtype.is_floating else y
+    return A.where(M.equal(y, 0), A.zeros_like(x), M.divide(x, A.cast(safe, x.dtype)))
+
+
+class Metric(Layer):
+    """Base class: subclasses create state with `add_weight` and define `update_state` and `result`.
+
+    >>> class Count(Metric):
+    ...     def __init__(self, name="count"):
+    ...         super().__init__(name=name)
+    ...         self.n = self.add_weight(name="n", dtype=jf.int32)
+    ...     def update_state(self, y_true, y_pred, sample_weight=None):
+    ...         self.n.assign_add(jf.shape(y_true)[0])
+    ...     def result(self):
+    ...         return self.n.read_value()
+    """
+
+    def __init__(self, name: Optional[str] = None, dtype: Any = None, **kwargs: Any) -> None:
+        super().__init__(name=name if name is not None else to_snake_case(type(self).__name__), dtype=dtype, **kwargs)
+        self.built = True
+        if not self._dtype.is_floating and not self._dtype.is_integer:
+            raise TypeError(f'metric "{self.name}": dtype must be numeric; got {self._dtype.name}')
+
+    def add_weight(self, name: Optional[str] = None, shape=(), dtype: Any = None, initializer: Any = "zeros",
+                   **kwargs: Any) -> Variable:
+        kwargs.pop("aggregation", None)
+        kwargs.pop("synchronization", None)
+        kwargs["trainable"] = False
+        return super().add_weight(name=name, shape=shape, dtype=dtype, initializer=initializer, **kwargs)
+
+    def update_state(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError(f"{type(self).__name__} must define update_state")
+
+    def result(self) -> Tensor:  # pragma: no cover - interface
+        raise NotImplementedError(f"{type(self).__name__} must define result")
+
+    def reset_state(self) -> None:
+        """Set every state variable back to zero."""
+        with context.init_scope():
+            for v in self.variables:
+                v.assign(np.zeros(v.shape.as_list(), v.dtype.as_numpy_dtype))
+
+    reset_states = reset_state
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Tensor:
+        self.update_state(*args, **kwargs)
+        return self.result()
+
+    def get_config(self) -> Dict[str, Any]:
+        return {"name": self.name, "dtype": self._dtype.name}
+
+
+class Reduce(Metric):
+    """`total` (and `count`) of weighted values; subclasses choose the result."""
+
+    def __init__(self, name: Optional[str] = None, dtype: Any = None) -> None:
+        super().__init__(name=name, dtype=dtype)
+        self.total = self.add_weight("total", dtype=self._dtype)
+        self.count = self.add_weight("count", dtype=self._dtype)
+
+    def update_state(self, values: Any, sample_weight: Any = None) -> None:
+        values = convert_to_tensor(values)
+        if not (values.dtype.is_floating or values.dtype.is_integer or values.dtype.is_bool):
+            raise TypeError(f'metric "{self.name}": values must be numeric; got dtype {values.dtype.name}')
+        if values.dtype is not self._dtype:
+            values = A.cast(values, self._dtype)
+        if sample_weight is not None:
+            w = convert_to_tensor(sample_weight)
+            w = A.cast(w, self._dtype) if w.dtype is not self._dtype else w
+            values = M.multiply(values, w)
+            count = M.reduce_sum(M.add(A.zeros_like(values), w))
+        else:
+            count = A.cast(A.size(values), self._dtype)
+        self.total.assign_add(M.reduce_sum(values), read_value=False)
+        self.count.assign_add(count, read_value=False)
+
+
+class Sum(Reduce):
+    """The weighted sum of all values seen."""
+
+    def result(self) -> Tensor:
+        return self.total.read_value()
+
+
+class Mean(Reduce):
+    """The weighted mean of all values seen (0 before any)."""
+
+    def result(self) -> Tensor:
+        return _divide_no_nan(self.total.read_value(), self.count.read_value())
+
+
+class MeanMetricWrapper(Mean):
+    """The mean of `fn(y_true, y_pred, **kwargs)` over every example seen."""
+
+    def __init__(self, fn: Callable, name: Optional[str] = None, dtype: Any = None, **kwargs: Any) -> None:
+        super().__init__(name=name or getattr(fn, "__name__", None), dtype=dtype)
+        self._fn, self._fn_kwargs = fn, kwargs
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        y_true, y_pred = convert_to_tensor(y_true), convert_to_tensor(y_pred)
+        for what, t in (("y_true", y_true), ("y_pred", y_pred)):
+            if not (t.dtype.is_floating or t.dtype.is_integer or t.dtype.is_bool):
+                raise TypeError(f'metric "{self.name}": {what} must be a numeric tensor; got dtype {t.dtype.name}')
+        super().update_state(self._fn(y_true, y_pred, **self._fn_kwargs), sample_weight)
+
+
+# -- per-example functions -------------------------------------------------------------------------------
+def _matches(a: Tensor, b: Tensor) -> Tensor:
+    if a.dtype is not b.dtype:
+        b = A.cast(b, a.dtype)
+    return A.cast(M.equal(a, b), _dt.float32)
+
+
+def accuracy(y_true: Any, y_pred: Any) -> Tensor:
+    """1 where y_pred == y_true."""
+    return _matches(convert_to_tensor(y_true), convert_to_tensor(y_pred))
+
+
+def sparse_categorical_accuracy(y_true: Any, y_pred: Any) -> Tensor:
+    """1 where argmax(y_pred) equals the integer label."""
+    y_true, y_pred = convert_to_tensor(y_true), convert_to_tensor(y_pred)
+    if y_true.ndim is not None and y_pred.ndim is not None and y_true.ndim == y_pred.ndim and y_true._dims[-1] == 1:
+        y_true = A.squeeze(y_true, [-1])
+    return _matches(y_true, M.argmax(y_pred, axis=-1, output_type=_dt.int64))
+
+
+def categorical_accuracy(y_true: Any, y_pred: Any) -> Tensor:
+    """1 where argmax(y_pred) equals argmax(y_true) (one-hot labels)."""
+    return _matches(M.argmax(y_true, axis=-1), M.argmax(y_pred, axis=-1))
+
+
+def binary_accuracy(y_true: Any, y_pred: Any, threshold: float = 0.5) -> Tensor:
+    """1 where (y_pred > threshold) equals y_true, averaged over the last axis."""
+    y_pred = convert_to_tensor(y_pred)
+    return M.reduce_mean(_matches(convert_to_tensor(y_true, dtype_hint=y_pred.dtype),
+                                  A.cast(M.greater(y_pred, threshold), y_pred.dtype)), axis=-1)
+
+
+class Accuracy(MeanMetricWrapper):
+    def __init__(self, name: str = "accuracy", dtype: Any = None) -> None:
+        super().__init__(accuracy, name, dtype)
+
+
+class SparseCategoricalAccuracy(MeanMetricWrapper):
+    def __init__(self, name: str = "sparse_categorical_accuracy", dtype: Any = None) -> None:
+        super().__init__(sparse_categorical_accuracy, name, dtype)
+
+
+class CategoricalAccuracy(MeanMetricWrapper):
+    def __init__(self, name: str = "categorical_accuracy", dtype: Any = None) -> None:
+        super().__init__(categorical_accuracy, name, dtype)
+
+
+class BinaryAccuracy(MeanMetricWrapper):
+    def __init__(self, name: str = "binary_accuracy", dtype: Any = None, threshold: float = 0.5) -> None:
+        super().__init__(binary_accuracy, name, dtype, threshold=threshold)
+
+
+class MeanSquaredError(MeanMetricWrapper):
+    def __init__(self, name: str = "mean_squared_error", dtype: Any = None) -> None:
+        super().__init__(_losses.mean_squared_error, name, dtype)
+
+
+class MeanAbsoluteError(MeanMetricWrapper):
+    def __init__(self, name: str = "mean_absolute_error", dtype: Any = None) -> None:
+        super().__init__(_losses.mean_absolute_error, name, dtype)
+
+
+_BY_NAME = {"accuracy": Accuracy, "sparse_categorical_accuracy": SparseCategoricalAccuracy,
+            "categorical_accuracy": CategoricalAccuracy, "binary_accuracy": BinaryAccuracy,
+            "mean_squared_error": MeanSquaredError, "mse": MeanSquaredError,
+            "mean_absolute_error": MeanAbsoluteError, "mae": MeanAbsoluteError}
+
+
+def get(identifier: Any, loss: Any = None) -> Metric:
+    """A metric from a name, class, instance or function; `"accuracy"` follows the loss as in Keras."""
+    if isinstance(identifier, Metric):
+        return identifier
+    if isinstance(identifier, type) and issubclass(identifier, Metric):
+        return identifier()
+    if identifier in ("accuracy", "acc"):
+        loss_name = _losses.name_of(loss) if loss is not None else ""
+        cls = (SparseCategoricalAccuracy if "sparse_categorical" in loss_name else
+               CategoricalAccuracy if "categorical" in loss_name else
+               BinaryAccuracy if "binary" in loss_name else Accuracy)
+        return cls(name=identifier)
+    if isinstance(identifier, str):
+        cls = _BY_NAME.get(identifier)
+        if cls is None:
+            raise ValueError(f"metrics: unknown metric {identifier!r}; expected one of {sorted(_BY_NAME)}, a "
+                             "jf.keras.metrics.Metric or a function")
+        return cls(name=identifier)
+    if callable(identifier):
+        return MeanMetricWrapper(identifier)
+    raise TypeError(f"metrics: expected a name, a Metric or a function; got {identifier!r}")
+
+
+__all__ = ["Metric", "Reduce", "Sum", "Mean", "MeanMetricWrapper", "Accuracy", "SparseCategoricalAccuracy",
+           "CategoricalAccuracy", "BinaryAccuracy", "MeanSquaredError", "MeanAbsoluteError", "accuracy",
+           "sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy", "get"]
