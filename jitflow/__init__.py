@@ -83,5 +83,11 @@ train = _namespace("train", "Checkpoints (TF's tf.train).", Checkpoint=_ckpt.Che
 from jitflow.runtime import config  # noqa: E402,F401
 from jitflow.runtime.devices import device  # noqa: E402,F401
 
+# -- Keras-style layers, models and fit (issue 18): jf.keras; conv/pool ops in jf.nn ----------
+from jitflow import keras  # noqa: E402,F401
+from jitflow.runtime.ops import nn_conv_ops as _conv  # noqa: E402
+
+nn.__dict__.update({n: getattr(_conv, n) for n in _conv.__all__})
+
 # TF spells the boolean dtype `tf.bool`; set it last so this module never shadows the builtin.
 globals()["bool"] = bool_  # noqa: F405
