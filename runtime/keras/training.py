@@ -12,6 +12,7 @@ shapes also keep random ops such as Dropout's static). Each step runs inside
 """
 from __future__ import annotations
 
+import types
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from .. import instrument
 from ..autodiff import GradientTape
 from ..checkpoint import Checkpoint
-from ..function import function
+from ..function import Function
 from ..ops import math_ops as M
 from ..ops.constant_op import convert_to_tensor
 from ..tensor import Tensor
@@ -212,12 +213,15 @@ class Model(Layer):
         return self(x, training=False)
 
     def _compiled(self, step: Any, name: str) -> Any:
-        def run(*batch):
+        """`step` as a `jf.function` bound to this model (one per model and compile, as in Keras)."""
+        def run(model, *batch):
             return step(batch if len(batch) > 1 else (batch[0],))
-        run.__name__ = name
-        if self.run_eagerly if self._is_compiled else False:
-            return run
-        return function(run, autograph=False, jit_compile=getattr(self, "_jit_compile", None), name=name)
+        run.__name__ = run.__qualname__ = name
+        bound = types.MethodType(run, self)
+        if self._is_compiled and self.run_eagerly:
+            return bound
+        return Function(bound, name=name, autograph=False, jit_compile=getattr(self, "_jit_compile", None),
+                        _bound_to=self)
 
     def make_train_function(self) -> Any:
         if self._train_function is None:
@@ -244,6 +248,12 @@ class Model(Layer):
         if not self.built or not self._call_count:
             first = [v[:1] for v in x] if isinstance(x, list) else x[:1]
             self(first)
+
+    def _build_optimizer(self) -> None:
+        """Create the optimizer's slots eagerly, as Keras's `optimizer.build(variables)`: the train
+        function then traces once per batch shape (creating variables in a trace needs a second trace)."""
+        for var in self.trainable_variables:
+            self.optimizer._slots_for(var)
 
     # -- fit / evaluate / predict ---------------------------------------------------------------------------
     def fit(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None, epochs: int = 1,
@@ -289,6 +299,7 @@ class Model(Layer):
             cbs.on_epoch_begin(epoch)
             for step, (bx, by, bw) in enumerate(train.batches(rng)):
                 self._build_from(bx)
+                self._build_optimizer()
                 cbs.on_train_batch_begin(step)
                 batch = (bx, by) if bw is None else (bx, by, bw)
                 with instrument.region("train", step_num=step_num):
@@ -360,6 +371,7 @@ class Model(Layer):
         self._require_compiled("train_on_batch")
         x, y, w = _data._numpy(x), _data._numpy(y), _data._numpy(sample_weight)
         self._build_from(x)
+        self._build_optimizer()
         if reset_metrics:
             self.reset_metrics()
         with instrument.region("train", step_num=int(self.optimizer.iterations.numpy())):
