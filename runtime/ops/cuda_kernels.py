@@ -634,3 +634,5 @@ OVERRIDES: Dict[str, Any] = {
 }
 
 KERNELS["cuda"] = {**KERNELS["cpu"], **OVERRIDES}
+
+from . import cuda_nn_kernels  # noqa: E402,F401 - adds the convolution, pooling and activation kernels
