@@ -1,11 +1,12 @@
 """The Keras `TensorBoard` callback: what `tf.keras.callbacks.TensorBoard` writes, where it writes it.
 
-Layout under `log_dir` (TF 2 Keras's):
+Layout under `log_dir` (TF 2 with Keras 3, checked against TensorFlow in the tests):
 
 - `train/`: `epoch_loss`, `epoch_<metric>` and `epoch_learning_rate` per epoch (step =
   epoch); with `update_freq="batch"` or N, `batch_loss`/`batch_<metric>` every N steps
-  (step = optimizer iterations); weight histograms `<layer>/<weight>_0` every
-  `histogram_freq` epochs (and `/image` summaries with `write_images`); the graph of
+  (step = optimizer iterations); weight histograms `<model>/<layer>/<weight>/histogram`
+  every `histogram_freq` epochs (and `.../image` with `write_images`); the model's
+  config as the `keras` summary (the Graphs tab's conceptual graph); the graph of
   `fit`'s train function (`write_graph`) as a GraphDef plus a `graph_run_metadata`
   summary with step stats of its first batch; the profile of the batches named by
   `profile_batch` under `train/plugins/profile/<run>/` (XPlane + trace), whose step
@@ -19,10 +20,12 @@ re-exports it.
 """
 from __future__ import annotations
 
+import json
 import os
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
+from tensorboard.compat.proto import summary_pb2
 
 from jitflow.runtime.keras.callbacks import Callback
 from jitflow.summary import trace as _trace
@@ -114,7 +117,8 @@ class TensorBoard(Callback):
     def on_train_begin(self, logs=None):
         self._global_batch = 0
         self._graph_written = False
-        self._writer("train")
+        if self.write_graph:
+            self._write_model_config()
 
     def on_train_batch_begin(self, batch, logs=None):
         self._global_batch += 1
@@ -178,15 +182,26 @@ class TensorBoard(Callback):
     def _log_weights(self, epoch: int) -> None:
         for layer in self.model.layers:
             for weight in layer.weights:
-                name = weight.name.replace(":", "_")
+                path = f"{self.model.name}/{weight.name.split(':')[0]}"   # Keras 3's weight.path
                 value = weight.numpy()
-                _writer.histogram(name, value, step=epoch)
+                _writer.histogram(path + "/histogram", value, step=epoch)
                 if self.write_images:
                     img = _image_of(value)
                     if img is not None:
                         lo, hi = float(img.min()), float(img.max())
-                        _writer.image(name + "/image", (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img),
+                        _writer.image(path + "/image", (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img),
                                       step=epoch)
+
+    def _write_model_config(self) -> None:
+        """The `keras` summary: the model's config as JSON (TensorBoard's conceptual graph of a Keras model)."""
+        config = {"class_name": type(self.model).__name__, "config": self.model.get_config(),
+                  "keras_version": "jitflow", "backend": "jitflow"}
+        metadata = summary_pb2.SummaryMetadata()
+        metadata.plugin_data.plugin_name = "graph_keras_model"
+        metadata.plugin_data.content = b"1"
+        with self._writer("train").as_default():
+            _writer.write("keras", np.array(json.dumps(config, default=str), dtype=object), step=0,
+                          metadata=metadata)
 
     def on_train_end(self, logs=None):
         if self._tracing is not None:  # training stopped inside the profiled range: write what ran

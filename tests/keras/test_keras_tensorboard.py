@@ -59,12 +59,23 @@ def test_both_runs_and_every_scalar_tag(logdir):
 def test_weight_histograms_and_images(logdir):
     train = _accumulator(os.path.join(logdir, "train"))
     tags = set(train.Tags()["tensors"])
-    for weight in ("conv2d/kernel_0", "conv2d/bias_0", "dense/kernel_0", "dense/bias_0"):
-        assert weight in tags
-        events = train.Tensors(weight)
+    for weight in ("conv2d/kernel", "conv2d/bias", "dense/kernel", "dense/bias"):
+        assert f"sequential/{weight}/histogram" in tags
+        events = train.Tensors(f"sequential/{weight}/histogram")
         assert [e.step for e in events] == [0, 1]
         assert tensor_util.make_ndarray(events[0].tensor_proto).shape[1] == 3   # (left, right, count) buckets
-    assert "conv2d/kernel_0/image" in tags    # (3, 3, 1, 4) → 4 images of 3x3
+    assert "sequential/conv2d/kernel/image" in tags    # (3, 3, 1, 4) → 4 images of 3x3
+    images = train.Tensors("sequential/conv2d/kernel/image")
+    assert len(tensor_util.make_ndarray(images[0].tensor_proto)) == 2 + 3   # width, height, 3 PNGs (max_outputs)
+
+
+def test_model_config_for_the_conceptual_graph(logdir):
+    train = _accumulator(os.path.join(logdir, "train"))
+    event, = train.Tensors("keras")
+    config = json.loads(tensor_util.make_ndarray(event.tensor_proto).item())
+    assert config["class_name"] == "Sequential"
+    assert [l["class_name"] for l in config["config"]["layers"]] == ["Conv2D", "MaxPooling2D", "Flatten", "Dense"]
+    assert train.SummaryMetadata("keras").plugin_data.plugin_name == "graph_keras_model"
 
 
 def test_graph_with_step_stats_and_profile_with_step_markers(logdir):
