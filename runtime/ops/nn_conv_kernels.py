@@ -23,6 +23,8 @@ from typing import Sequence, Tuple
 import numpy as np
 from numba import njit
 
+from . import cpu_kernels as K
+
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
@@ -91,6 +93,63 @@ def col2im(cols, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, out):
                             out[n, y, xx, c] += cols[row, base + c]
 
 
+# Receptive fields this small (a first layer on 1-3 channels) make im2col a tall, thin
+# matrix: BLAS gains nothing on a K of 9 and the copy dominates, so loop directly, the
+# output channels innermost (contiguous, vectorised).
+DIRECT_MAX_K = 32
+
+
+@njit(cache=True)
+def conv_direct(x, w, sh, sw, dh, dw, pt, pl, oh, ow, out):
+    n_, h_, w_, c_ = x.shape
+    kh, kw, _, o_ = w.shape
+    for n in range(n_):
+        for i in range(oh):
+            for j in range(ow):
+                for a in range(kh):
+                    y = i * sh - pt + a * dh
+                    if y < 0 or y >= h_:
+                        continue
+                    for b in range(kw):
+                        xx = j * sw - pl + b * dw
+                        if xx < 0 or xx >= w_:
+                            continue
+                        for c in range(c_):
+                            v = x[n, y, xx, c]
+                            for o in range(o_):
+                                out[n, i, j, o] += v * w[a, b, c, o]
+
+
+@njit(cache=True)
+def conv_filter_direct(x, g, sh, sw, dh, dw, pt, pl, out):
+    n_, h_, w_, c_ = x.shape
+    _, oh, ow, o_ = g.shape
+    kh, kw = out.shape[0], out.shape[1]
+    for n in range(n_):
+        for i in range(oh):
+            for j in range(ow):
+                for a in range(kh):
+                    y = i * sh - pt + a * dh
+                    if y < 0 or y >= h_:
+                        continue
+                    for b in range(kw):
+                        xx = j * sw - pl + b * dw
+                        if xx < 0 or xx >= w_:
+                            continue
+                        for c in range(c_):
+                            v = x[n, y, xx, c]
+                            for o in range(o_):
+                                out[a, b, c, o] += v * g[n, i, j, o]
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a @ b through numba's BLAS binding (scipy's BLAS), as the MatMul kernel does; numpy's
+    threaded BLAS thrashes on a loaded machine and is slow on tall, thin transposed operands."""
+    if a.shape[0] == 0 or b.shape[1] == 0 or a.shape[1] == 0:
+        return np.zeros((a.shape[0], b.shape[1]), np.result_type(a, b))
+    return K.matmul_float_2d(a, b)
+
+
 def _is_pointwise(kh, kw, strides, dilations, padding) -> bool:
     return kh == 1 and kw == 1 and strides[1] == strides[2] == 1
 
@@ -112,8 +171,15 @@ def conv2d(x, filter, strides, padding, dilations, data_format="NHWC"):  # noqa:
     dtype = x.dtype
     x, w = _wide(x), _wide(filter)
     kh, kw, c, o = w.shape
+    if kh * kw * c <= DIRECT_MAX_K and not _is_pointwise(kh, kw, strides, dilations, padding):
+        oh, ow, pt, pl = geometry(x.shape[1:3], (kh, kw), strides, dilations, padding)
+        out = np.zeros((x.shape[0], oh, ow, o), x.dtype)
+        if out.size:
+            conv_direct(np.ascontiguousarray(x), np.ascontiguousarray(w), strides[1], strides[2], dilations[1],
+                        dilations[2], pt, pl, oh, ow, out)
+        return out.astype(dtype, copy=False)
     cols, oh, ow = _columns(x, kh, kw, strides, dilations, padding)
-    out = np.dot(cols, w.reshape(kh * kw * c, o)) if cols.size else np.zeros((cols.shape[0], o), x.dtype)
+    out = _dot(cols, np.ascontiguousarray(w).reshape(kh * kw * c, o))
     return out.reshape(x.shape[0], oh, ow, o).astype(dtype, copy=False)
 
 
@@ -124,7 +190,7 @@ def conv2d_backprop_input(filter, out_backprop, input_sizes, strides, padding, d
     h, wd, c = (int(d) for d in input_sizes[1:])
     kh, kw, _, o = w.shape
     oh, ow, pt, pl = geometry((h, wd), (kh, kw), strides, dilations, padding)
-    cols = np.dot(np.ascontiguousarray(dy).reshape(n * oh * ow, o), w.reshape(kh * kw * c, o).T)
+    cols = _dot(np.ascontiguousarray(dy).reshape(n * oh * ow, o), np.ascontiguousarray(w).reshape(kh * kw * c, o).T)
     if _is_pointwise(kh, kw, strides, dilations, padding):
         return cols.reshape(n, h, wd, c).astype(dtype, copy=False)
     out = np.zeros((n, h, wd, c), cols.dtype)
@@ -137,9 +203,17 @@ def conv2d_backprop_filter(x, out_backprop, filter_sizes, strides, padding, dila
     dtype = x.dtype
     x, dy = _wide(x), _wide(out_backprop)
     kh, kw, c, o = (int(d) for d in filter_sizes)
+    if kh * kw * c <= DIRECT_MAX_K and not _is_pointwise(kh, kw, strides, dilations, padding):
+        _, _, pt, pl = geometry(x.shape[1:3], (kh, kw), strides, dilations, padding)
+        out = np.zeros((kh, kw, c, o), x.dtype)
+        if dy.size:
+            conv_filter_direct(np.ascontiguousarray(x), np.ascontiguousarray(dy), strides[1], strides[2],
+                               dilations[1], dilations[2], pt, pl, out)
+        return out.astype(dtype, copy=False)
     cols, oh, ow = _columns(x, kh, kw, strides, dilations, padding)
-    dw = np.dot(cols.T, np.ascontiguousarray(dy).reshape(-1, o))
-    return dw.reshape(kh, kw, c, o).astype(dtype, copy=False)
+    # (dyᵀ · cols)ᵀ: BLAS's fast shape (a short, wide left operand) for the usual tall cols.
+    dw = _dot(np.ascontiguousarray(dy).reshape(-1, o).T, cols).T
+    return np.ascontiguousarray(dw).reshape(kh, kw, c, o).astype(dtype, copy=False)
 
 
 # -- reference convolution: a sum over taps of strided slices of the padded input -------------------
@@ -220,27 +294,32 @@ def _max_pool(x, kh, kw, sh, sw, pt, pl, oh, ow, out):
 
 @njit(cache=True)
 def _max_pool_grad(x, g, kh, kw, sh, sw, pt, pl, oh, ow, out):
-    # The gradient goes to the first maximum of each window in row-major order (as TF).
+    # The gradient goes to the first maximum of each window in row-major order (as TF);
+    # channels innermost, with the running maximum and its position per channel.
     n_, h_, w_, c_ = x.shape
+    best = np.empty(c_, x.dtype)
+    at = np.empty(c_, np.int64)
     for n in range(n_):
         for i in range(oh):
             for j in range(ow):
                 for c in range(c_):
-                    best = -np.inf
-                    by, bx = -1, -1
-                    for a in range(kh):
-                        y = i * sh - pt + a
-                        if y < 0 or y >= h_:
+                    at[c] = -1
+                for a in range(kh):
+                    y = i * sh - pt + a
+                    if y < 0 or y >= h_:
+                        continue
+                    for b in range(kw):
+                        xx = j * sw - pl + b
+                        if xx < 0 or xx >= w_:
                             continue
-                        for b in range(kw):
-                            xx = j * sw - pl + b
-                            if xx < 0 or xx >= w_:
-                                continue
+                        for c in range(c_):
                             v = x[n, y, xx, c]
-                            if by < 0 or v > best:
-                                best, by, bx = v, y, xx
-                    if by >= 0:
-                        out[n, by, bx, c] += g[n, i, j, c]
+                            if at[c] < 0 or v > best[c]:
+                                best[c] = v
+                                at[c] = y * w_ + xx
+                for c in range(c_):
+                    if at[c] >= 0:
+                        out[n, at[c] // w_, at[c] % w_, c] += g[n, i, j, c]
 
 
 @njit(cache=True)
