@@ -100,6 +100,17 @@ def _to_tensors(inputs: Any, dtype: _dt.DType) -> Any:
     return convert_to_tensor(inputs)
 
 
+class _LayerScope(context.name_scope):
+    """A layer's name scope; calling it gives the layer's name (`model.name_scope()` in TF 2's Keras)."""
+
+    def __init__(self, scope: str, layer_name: str) -> None:
+        super().__init__(scope)
+        self._layer_name = layer_name
+
+    def __call__(self) -> str:
+        return self._layer_name
+
+
 class Layer(Module):
     """Base class of layers (TF's `tf.keras.layers.Layer`; a `jf.Module`).
 
@@ -148,6 +159,11 @@ class Layer(Module):
                 if isinstance(v, Layer) and v is not self and all(v is not l for l in layers):
                     layers.append(v)
         super().__setattr__(name, value)
+
+    @property
+    def name_scope(self) -> _LayerScope:
+        """`with layer.name_scope:` puts ops under the layer; `layer.name_scope()` is its name."""
+        return _LayerScope(self._scope_name, self.name)
 
     @property
     def dtype(self) -> _dt.DType:
