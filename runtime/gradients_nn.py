@@ -57,6 +57,28 @@ def _conv2d_backprop_filter(rec, g):
     return [N.conv2d_backprop_input(_static(x, "input"), g, dy, **attrs), N.conv2d(x, g, **attrs)]
 
 
+@gradient("DepthwiseConv2dNative")
+def _depthwise(rec, g):
+    x, w = rec.inputs
+    attrs = _conv_attrs(rec)
+    return [N.depthwise_conv2d_backprop_input(_static(x, "input"), w, g, **attrs),
+            N.depthwise_conv2d_backprop_filter(x, w._dims, g, **attrs)]
+
+
+@gradient("DepthwiseConv2dNativeBackpropInput")
+def _depthwise_backprop_input(rec, g):
+    w, dy = rec.inputs
+    attrs = _conv_attrs(rec)
+    return [N.depthwise_conv2d_backprop_filter(g, w._dims, dy, **attrs), N.depthwise_conv2d(g, w, **attrs)]
+
+
+@gradient("DepthwiseConv2dNativeBackpropFilter")
+def _depthwise_backprop_filter(rec, g):
+    x, dy = rec.inputs
+    attrs = _conv_attrs(rec)
+    return [N.depthwise_conv2d_backprop_input(_static(x, "input"), g, dy, **attrs), N.depthwise_conv2d(x, g, **attrs)]
+
+
 @gradient("MaxPool")
 def _max_pool(rec, g):
     a = rec.attrs

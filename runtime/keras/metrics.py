@@ -45,6 +45,8 @@ class Metric(Layer):
     ...         return self.n.read_value()
     """
 
+    _tracked_as_layer = False
+
     def __init__(self, name: Optional[str] = None, dtype: Any = None, **kwargs: Any) -> None:
         super().__init__(name=name if name is not None else to_snake_case(type(self).__name__), dtype=dtype, **kwargs)
         self.built = True

@@ -6,6 +6,7 @@ Imported by `cuda_kernels` once the CUDA table exists; adds its entries to
 - `Conv2D`: a thread per output (n, i, j, o) sums its receptive field;
 - `Conv2DBackpropInput`: a thread per input element gathers the outputs it fed (no atomics);
 - `Conv2DBackpropFilter`: a thread per filter tap sums over the batch and positions;
+- `DepthwiseConv2dNative` and its two gradients: the same three shapes of kernel, per channel;
 - pooling: a thread per output window; the gradients scatter with atomic adds (the
   windows overlap when strides are smaller than the window).
 
@@ -101,6 +102,78 @@ def _conv_bwd_filter(x, g, out, n_n, n_h, n_w, n_c, kh, kw, n_o, oh, ow, sh, sw,
                     if xx < 0 or xx >= n_w:
                         continue
                     acc += x[((n * n_h + y) * n_w + xx) * n_c + c] * g[((n * oh + i) * ow + j) * n_o + o]
+        out[t] = acc
+
+
+@cuda.jit
+def _depthwise_fwd(x, w, out, n_h, n_w, n_c, kh, kw, n_m, oh, ow, sh, sw, dh, dw, pt, pl):
+    for t in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        k = t % (n_c * n_m)
+        c = k // n_m
+        m = k % n_m
+        r = t // (n_c * n_m)
+        j = r % ow
+        r //= ow
+        i = r % oh
+        n = r // oh
+        acc = 0.0
+        for a in range(kh):
+            y = i * sh - pt + a * dh
+            if y < 0 or y >= n_h:
+                continue
+            for b in range(kw):
+                xx = j * sw - pl + b * dw
+                if xx < 0 or xx >= n_w:
+                    continue
+                acc += x[((n * n_h + y) * n_w + xx) * n_c + c] * w[((a * kw + b) * n_c + c) * n_m + m]
+        out[t] = acc
+
+
+@cuda.jit
+def _depthwise_bwd_input(w, g, out, n_h, n_w, n_c, kh, kw, n_m, oh, ow, sh, sw, dh, dw, pt, pl):
+    for t in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        c = t % n_c
+        r = t // n_c
+        x_ = r % n_w
+        r //= n_w
+        y = r % n_h
+        n = r // n_h
+        acc = 0.0
+        for a in range(kh):
+            iy = y + pt - a * dh
+            if iy < 0 or iy % sh != 0 or iy // sh >= oh:
+                continue
+            i = iy // sh
+            for b in range(kw):
+                jx = x_ + pl - b * dw
+                if jx < 0 or jx % sw != 0 or jx // sw >= ow:
+                    continue
+                j = jx // sw
+                for m in range(n_m):
+                    acc += g[((n * oh + i) * ow + j) * n_c * n_m + c * n_m + m] * w[((a * kw + b) * n_c + c) * n_m + m]
+        out[t] = acc
+
+
+@cuda.jit
+def _depthwise_bwd_filter(x, g, out, n_n, n_h, n_w, n_c, kh, kw, n_m, oh, ow, sh, sw, dh, dw, pt, pl):
+    for t in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        m = t % n_m
+        r = t // n_m
+        c = r % n_c
+        r //= n_c
+        b = r % kw
+        a = r // kw
+        acc = 0.0
+        for n in range(n_n):
+            for i in range(oh):
+                y = i * sh - pt + a * dh
+                if y < 0 or y >= n_h:
+                    continue
+                for j in range(ow):
+                    xx = j * sw - pl + b * dw
+                    if xx < 0 or xx >= n_w:
+                        continue
+                    acc += x[((n * n_h + y) * n_w + xx) * n_c + c] * g[((n * oh + i) * ow + j) * n_c * n_m + c * n_m + m]
         out[t] = acc
 
 
@@ -228,6 +301,43 @@ def conv2d_backprop_filter(x, out_backprop, filter_sizes, strides, padding, dila
     return out
 
 
+@CK._on_host_f16
+def depthwise_conv2d(x, filter, strides, padding, dilations, data_format="NHWC"):  # noqa: A002
+    n, h, w, c = (int(d) for d in x.shape)
+    kh, kw, _, m = (int(d) for d in filter.shape)
+    oh, ow, pt, pl = NK.geometry((h, w), (kh, kw), strides, dilations, padding)
+    out = CK.empty((n, oh, ow, c * m), x.dtype)
+    _launch(_depthwise_fwd, out.size, CK.flat(x), CK.flat(filter), CK.flat(out), h, w, c, kh, kw, m, oh, ow,
+            strides[1], strides[2], dilations[1], dilations[2], pt, pl)
+    return out
+
+
+@CK._on_host_f16
+def depthwise_conv2d_backprop_input(filter, out_backprop, input_sizes, strides, padding, dilations,  # noqa: A002
+                                    data_format="NHWC"):
+    n, oh, ow, _ = (int(d) for d in out_backprop.shape)
+    h, w, c = (int(d) for d in input_sizes[1:])
+    kh, kw, _, m = (int(d) for d in filter.shape)
+    _, _, pt, pl = NK.geometry((h, w), (kh, kw), strides, dilations, padding)
+    out = CK.empty((n, h, w, c), out_backprop.dtype)
+    _launch(_depthwise_bwd_input, out.size, CK.flat(filter), CK.flat(out_backprop), CK.flat(out), h, w, c, kh, kw,
+            m, oh, ow, strides[1], strides[2], dilations[1], dilations[2], pt, pl)
+    return out
+
+
+@CK._on_host_f16
+def depthwise_conv2d_backprop_filter(x, out_backprop, filter_sizes, strides, padding, dilations,
+                                     data_format="NHWC"):
+    n, h, w, c = (int(d) for d in x.shape)
+    kh, kw, _, m = (int(d) for d in filter_sizes)
+    _, oh, ow, _ = (int(d) for d in out_backprop.shape)
+    _, _, pt, pl = NK.geometry((h, w), (kh, kw), strides, dilations, padding)
+    out = CK.empty((kh, kw, c, m), x.dtype)
+    _launch(_depthwise_bwd_filter, out.size, CK.flat(x), CK.flat(out_backprop), CK.flat(out), n, h, w, c, kh, kw,
+            m, oh, ow, strides[1], strides[2], dilations[1], dilations[2], pt, pl)
+    return out
+
+
 def _pool_args(shape, ksize, strides, padding):
     n, h, w, c = (int(d) for d in shape)
     oh, ow, pt, pl = NK.geometry((h, w), ksize[1:3], strides, (1, 1, 1, 1), padding)
@@ -288,6 +398,9 @@ def leaky_relu(features, alpha):
 
 OVERRIDES = {
     "Conv2D": conv2d, "Conv2DBackpropInput": conv2d_backprop_input, "Conv2DBackpropFilter": conv2d_backprop_filter,
+    "DepthwiseConv2dNative": depthwise_conv2d,
+    "DepthwiseConv2dNativeBackpropInput": depthwise_conv2d_backprop_input,
+    "DepthwiseConv2dNativeBackpropFilter": depthwise_conv2d_backprop_filter,
     "MaxPool": max_pool, "MaxPoolGrad": max_pool_grad, "AvgPool": avg_pool, "AvgPoolGrad": avg_pool_grad,
     "BiasAdd": bias_add, "BiasAddGrad": bias_add_grad, "LeakyRelu": leaky_relu,
     "Softplus": CK.Elementwise(NK.softplus_, "same", "Softplus"), "Elu": CK.Elementwise(NK.elu_, "same", "Elu"),

@@ -115,6 +115,14 @@ def _conv_filter_infer(specs, attrs):
     return [(tuple(attrs["filter_sizes"]), xt)]
 
 
+def _depthwise_infer(specs, attrs):
+    (xd, xt), (fd, ft) = specs
+    out = _conv_infer(specs, attrs)[0][0]
+    c = xd[3] if xd is not None else None
+    m = fd[3] if fd is not None else None
+    return [(out[:3] + ((c * m) if c is not None and m is not None else None,), xt)]
+
+
 def _pool_infer(specs, attrs):
     (xd, xt), = specs
     check_kind(xt, "f", "input")
@@ -166,6 +174,12 @@ register("Conv2DBackpropInput", _conv_input_infer, cpu=NK.conv2d_backprop_input,
          reference=NK.conv2d_backprop_input_ref, public_name="nn.conv2d_backprop_input")
 register("Conv2DBackpropFilter", _conv_filter_infer, cpu=NK.conv2d_backprop_filter,
          reference=NK.conv2d_backprop_filter_ref, public_name="nn.conv2d_backprop_filter")
+register("DepthwiseConv2dNative", _depthwise_infer, cpu=NK.depthwise_conv2d, reference=NK.depthwise_conv2d_ref,
+         public_name="nn.depthwise_conv2d")
+register("DepthwiseConv2dNativeBackpropInput", _conv_input_infer, cpu=NK.depthwise_conv2d_backprop_input,
+         reference=NK.depthwise_conv2d_backprop_input_ref, public_name="nn.depthwise_conv2d_backprop_input")
+register("DepthwiseConv2dNativeBackpropFilter", _conv_filter_infer, cpu=NK.depthwise_conv2d_backprop_filter,
+         reference=NK.depthwise_conv2d_backprop_filter_ref, public_name="nn.depthwise_conv2d_backprop_filter")
 register("MaxPool", _pool_infer, cpu=NK.max_pool, reference=NK.max_pool_ref, public_name="nn.max_pool2d")
 register("MaxPoolGrad", _max_pool_grad_infer, cpu=NK.max_pool_grad, reference=NK.max_pool_grad_ref,
          public_name="nn.max_pool_grad")
@@ -199,6 +213,42 @@ def conv2d(input, filters, strides=1, padding="VALID", data_format="NHWC", dilat
         raise InvalidArgumentError(f"strides {list(attrs['strides'])} and dilations {list(attrs['dilations'])}: "
                                    "a convolution cannot have both strides and dilations > 1 (as in TF)")
     return apply("Conv2D", [x, w], attrs, name=name)[0]
+
+
+def depthwise_conv2d(input, filter, strides, padding, data_format="NHWC", dilations=None, name=None):  # noqa: A002
+    """Depthwise 2-D convolution (TF's `tf.nn.depthwise_conv2d`, 4-int strides or an int):
+    each input channel c is convolved with its own `filter[:, :, c, :]`, giving
+    channels·multiplier outputs (channel c·m + j).
+
+    >>> depthwise_conv2d(jf.ones([1, 4, 4, 2]), jf.ones([3, 3, 2, 2]), 1, "SAME").shape
+    TensorShape([1, 4, 4, 4])
+    """
+    _data_format(data_format)
+    x = convert_to_tensor(input)
+    w = convert_to_tensor(filter, dtype_hint=x.dtype)
+    attrs = {"strides": _four(strides, "strides"), "padding": _padding(padding),
+             "dilations": _four(dilations, "dilations"), "data_format": "NHWC"}
+    return apply("DepthwiseConv2dNative", [x, w], attrs, name=name)[0]
+
+
+def _depthwise_backprop(op: str, first, sizes_attr: str, sizes, second, strides, padding, dilations, name):
+    return apply(op, [convert_to_tensor(first), convert_to_tensor(second)],
+                 {sizes_attr: tuple(sizes), "strides": _four(strides, "strides"), "padding": _padding(padding),
+                  "dilations": _four(dilations, "dilations"), "data_format": "NHWC"}, name=name)[0]
+
+
+def depthwise_conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding, dilations=None,  # noqa: A002
+                                    name=None):
+    """The gradient of `depthwise_conv2d` with respect to its input (static `input_sizes`)."""
+    return _depthwise_backprop("DepthwiseConv2dNativeBackpropInput", filter, "input_sizes", input_sizes,
+                               out_backprop, strides, padding, dilations, name)
+
+
+def depthwise_conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, dilations=None,  # noqa: A002
+                                     name=None):
+    """The gradient of `depthwise_conv2d` with respect to its filter (static `filter_sizes`)."""
+    return _depthwise_backprop("DepthwiseConv2dNativeBackpropFilter", input, "filter_sizes",
+                               [int(d) for d in filter_sizes], out_backprop, strides, padding, dilations, name)
 
 
 def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding, dilations=None, name=None):
@@ -285,5 +335,6 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
     return out if offset is None else M.add(out, offset)
 
 
-__all__ = ["conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "max_pool2d", "avg_pool2d",
+__all__ = ["conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "depthwise_conv2d",
+           "depthwise_conv2d_backprop_input", "depthwise_conv2d_backprop_filter", "max_pool2d", "avg_pool2d",
            "bias_add", "softplus", "elu", "leaky_relu", "moments", "batch_normalization"]

@@ -31,6 +31,12 @@ def _cases(dtype):
         out += [("Conv2D", (x, w), attrs),
                 ("Conv2DBackpropInput", (w, g), {**attrs, "input_sizes": x.shape}),
                 ("Conv2DBackpropFilter", (x, g), {**attrs, "filter_sizes": w.shape})]
+        wd = RNG.normal(size=(2, 2, 2, 2)).astype(dtype)
+        yd = KERNELS["cpu"]["DepthwiseConv2dNative"](x, wd, **attrs)
+        gd = RNG.normal(size=yd.shape).astype(dtype)
+        out += [("DepthwiseConv2dNative", (x, wd), attrs),
+                ("DepthwiseConv2dNativeBackpropInput", (wd, gd), {**attrs, "input_sizes": x.shape}),
+                ("DepthwiseConv2dNativeBackpropFilter", (x, gd), {**attrs, "filter_sizes": wd.shape})]
     xp = (RNG.permutation(x.size).reshape(x.shape) * 0.5).astype(dtype)  # no ties
     y = KERNELS["cpu"]["MaxPool"](xp, **POOL)
     g = RNG.normal(size=y.shape).astype(dtype)
@@ -57,7 +63,8 @@ def test_cuda_kernels_match_cpu(dtype):
 
 
 def test_every_new_op_has_its_own_cuda_kernel():
-    for op in ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad", "AvgPool",
+    for op in ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNative",
+               "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter", "MaxPool", "MaxPoolGrad", "AvgPool",
                "AvgPoolGrad", "BiasAdd", "BiasAddGrad", "Softplus", "Elu", "LeakyRelu"):
         assert placement.has_gpu_kernel(op), op
 

@@ -181,3 +181,11 @@ def test_bad_constructor_arguments():
         L.Dense(2, activation="relu6x")
     with pytest.raises(ValueError, match=r"Reshape.*total size of the new array must be unchanged"):
         L.Reshape((5,))(np.ones((2, 4), np.float32))
+
+
+def test_depthwise_conv2d_layer():
+    layer = L.DepthwiseConv2D(3, depth_multiplier=2, padding="same")
+    out = layer(np.ones((1, 5, 5, 3), np.float32))
+    assert out.shape.as_list() == [1, 5, 5, 6]
+    assert layer.count_params() == 3 * 3 * 3 * 2 + 6
+    assert [w.name for w in layer.weights] == ["depthwise_conv2d/depthwise_kernel:0", "depthwise_conv2d/bias:0"]

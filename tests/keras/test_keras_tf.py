@@ -96,3 +96,17 @@ def test_one_sgd_step_moves_the_weights_like_tf_keras():
         m.train_on_batch(x, y)
     for a, b in zip(models[0].get_weights(), models[1].get_weights()):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
+def test_depthwise_and_batch_norm_layers_compute_what_tf_keras_computes():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(4, 7, 7, 3)).astype(np.float32)
+    models = []
+    for module in (tf, jf):
+        L = module.keras.layers
+        models.append(module.keras.Sequential([
+            module.keras.Input((7, 7, 3)), L.DepthwiseConv2D(3, depth_multiplier=2, strides=2, padding="same"),
+            L.BatchNormalization(), L.ReLU(), L.GlobalAveragePooling2D(), L.Dense(2)]))
+    assert [l.count_params() for l in models[1].layers] == [l.count_params() for l in models[0].layers]
+    models[1].set_weights(models[0].get_weights())
+    np.testing.assert_allclose(models[1].predict(x), models[0].predict(x, verbose=0), rtol=1e-4, atol=1e-5)

@@ -65,6 +65,33 @@ def test_convolution_kernels_match_the_reference(geometry, dtype):
            KERNELS["reference"]["Conv2DBackpropFilter"](x, g, filter_sizes=ws, **attrs), dtype)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("geometry", CONV_GEOMETRIES, ids=[str(i) for i in range(len(CONV_GEOMETRIES))])
+def test_depthwise_kernels_match_the_reference(geometry, dtype):
+    xs, (kh, kw, c, _), strides, padding, dilations = geometry
+    ws = (kh, kw, c, 2)   # channel multiplier 2
+    x, w = RNG.normal(size=xs).astype(dtype), RNG.normal(size=ws).astype(dtype)
+    attrs = _attrs(strides, padding, dilations)
+    y = KERNELS["cpu"]["DepthwiseConv2dNative"](x, w, **attrs)
+    _close(y, KERNELS["reference"]["DepthwiseConv2dNative"](x, w, **attrs), dtype)
+    (dims, _), = OPS["DepthwiseConv2dNative"].infer([(xs, jf.as_dtype(dtype)), (ws, jf.as_dtype(dtype))], attrs)
+    assert dims == y.shape == xs[:1] + y.shape[1:3] + (c * 2,)
+    g = RNG.normal(size=y.shape).astype(dtype)
+    _close(KERNELS["cpu"]["DepthwiseConv2dNativeBackpropInput"](w, g, input_sizes=xs, **attrs),
+           KERNELS["reference"]["DepthwiseConv2dNativeBackpropInput"](w, g, input_sizes=xs, **attrs), dtype)
+    _close(KERNELS["cpu"]["DepthwiseConv2dNativeBackpropFilter"](x, g, filter_sizes=ws, **attrs),
+           KERNELS["reference"]["DepthwiseConv2dNativeBackpropFilter"](x, g, filter_sizes=ws, **attrs), dtype)
+
+
+def test_depthwise_is_a_grouped_convolution():
+    # Independent oracle: channel c of a depthwise conv is an ordinary conv of channel c alone.
+    x, w = RNG.normal(size=(1, 5, 5, 2)), RNG.normal(size=(3, 3, 2, 2))
+    got = jf.nn.depthwise_conv2d(x, w, 1, "SAME").numpy()
+    for c in range(2):
+        want = jf.nn.conv2d(x[..., c:c + 1], w[:, :, c:c + 1, :], 1, "SAME").numpy()
+        np.testing.assert_allclose(got[..., 2 * c:2 * c + 2], want, rtol=1e-12)
+
+
 def test_reference_convolution_is_the_textbook_sum():
     # An independent oracle for the reference itself: the 6-deep loop, on one small case.
     x, w = RNG.normal(size=(1, 4, 5, 2)), RNG.normal(size=(2, 3, 2, 3))
@@ -191,6 +218,11 @@ GRAD_CASES = [
      [r(3, 3, 2, 2), r(1, 4, 4, 2)]),
     ("Conv2DBackpropFilter", lambda x, g: N.conv2d_backprop_filter(x, (2, 2, 2, 3), g, 1, "VALID"),
      [r(1, 4, 4, 2), r(1, 3, 3, 3)]),
+    ("DepthwiseConv2dNative", lambda x, w: jf.nn.depthwise_conv2d(x, w, 1, "SAME"), [r(1, 4, 5, 2), r(3, 2, 2, 2)]),
+    ("DepthwiseConv2dNativeBackpropInput",
+     lambda w, g: N.depthwise_conv2d_backprop_input((1, 4, 4, 2), w, g, 2, "SAME"), [r(3, 3, 2, 1), r(1, 2, 2, 2)]),
+    ("DepthwiseConv2dNativeBackpropFilter",
+     lambda x, g: N.depthwise_conv2d_backprop_filter(x, (2, 2, 2, 2), g, 1, "VALID"), [r(1, 3, 4, 2), r(1, 2, 3, 4)]),
     ("MaxPool", lambda x: jf.nn.max_pool2d(x, 2, 2, "SAME"), [distinct(2, 5, 5, 2)]),
     ("AvgPool", lambda x: jf.nn.avg_pool2d(x, 3, 2, "SAME"), [r(1, 5, 4, 2)]),
     ("AvgPoolGrad", _raw_avg_pool_grad, [r(1, 3, 2, 2)]),
@@ -279,3 +311,7 @@ def test_forward_ops_match_tensorflow():
         np.testing.assert_allclose(getattr(jf.nn, name)(x).numpy(), getattr(tf.nn, name)(x).numpy(), rtol=1e-5,
                                    atol=1e-6)
     np.testing.assert_allclose(jf.nn.leaky_relu(x).numpy(), tf.nn.leaky_relu(x).numpy(), rtol=1e-6)
+    w = RNG.normal(size=(3, 3, 3, 2)).astype(np.float32)
+    for strides, padding in (((1, 1, 1, 1), "SAME"), ((1, 2, 2, 1), "VALID")):
+        np.testing.assert_allclose(jf.nn.depthwise_conv2d(x, w, strides, padding).numpy(),
+                                   tf.nn.depthwise_conv2d(x, w, strides, padding).numpy(), rtol=1e-4, atol=1e-5)

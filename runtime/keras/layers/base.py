@@ -126,6 +126,8 @@ class Layer(Module):
     TensorShape([1, 2])
     """
 
+    _tracked_as_layer = True   # metrics are Layers too, but not part of a model's `layers`
+
     def __init__(self, trainable: bool = True, name: Optional[str] = None, dtype: Any = None,
                  input_shape: Optional[Sequence[Optional[int]]] = None,
                  batch_input_shape: Optional[Sequence[Optional[int]]] = None,
@@ -156,7 +158,7 @@ class Layer(Module):
         layers = self.__dict__.get("_layers")
         if layers is not None and not name.startswith("_"):
             for v in (value if isinstance(value, (list, tuple)) else [value]):
-                if isinstance(v, Layer) and v is not self and all(v is not l for l in layers):
+                if isinstance(v, Layer) and v._tracked_as_layer and v is not self and all(v is not l for l in layers):
                     layers.append(v)
         super().__setattr__(name, value)
 
@@ -181,8 +183,10 @@ class Layer(Module):
 
     @property
     def weights(self) -> List[Variable]:
-        """Trainable then non-trainable weights, each in creation order."""
-        return self.trainable_weights + self.non_trainable_weights
+        """Every weight, layer by layer (each layer's own in creation order, then its sub-layers'),
+        Keras 3's order, which `get_weights`/`set_weights` follow."""
+        return _unique(self._trainable_weights + self._non_trainable_weights
+                       + [w for l in self._layers for w in l.weights])
 
     @property
     def trainable_weights(self) -> List[Variable]:
@@ -193,8 +197,7 @@ class Layer(Module):
     @property
     def non_trainable_weights(self) -> List[Variable]:
         if not self._trainable:
-            return _unique(self._trainable_weights + self._non_trainable_weights
-                           + [w for l in self._layers for w in l.weights])
+            return self.weights
         return _unique(self._non_trainable_weights + [w for l in self._layers for w in l.non_trainable_weights])
 
     # `jf.Module`'s views follow Keras's (trainable flag, creation order).

@@ -90,6 +90,61 @@ class Conv2D(Layer):
                 "bias_initializer": _config_of(self.bias_initializer)}
 
 
+class DepthwiseConv2D(Layer):
+    """Depthwise 2-D convolution: each input channel convolved with `depth_multiplier` filters of its own
+    (TF's `tf.keras.layers.DepthwiseConv2D`).
+
+    >>> DepthwiseConv2D(3, depth_multiplier=2, padding="same")(jf.ones([1, 5, 5, 3])).shape
+    TensorShape([1, 5, 5, 6])
+    """
+
+    def __init__(self, kernel_size: IntPair, strides: IntPair = (1, 1), padding: str = "valid",
+                 depth_multiplier: int = 1, data_format: Optional[str] = None, dilation_rate: IntPair = (1, 1),
+                 activation: Any = None, use_bias: bool = True, depthwise_initializer: Any = "glorot_uniform",
+                 bias_initializer: Any = "zeros", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        where = f'DepthwiseConv2D "{self.name}"'
+        _data_format(data_format, where)
+        if not isinstance(depth_multiplier, int) or depth_multiplier <= 0:
+            raise ValueError(f"{where}: depth_multiplier must be a positive integer; got {depth_multiplier!r}")
+        self.kernel_size = _pair(kernel_size, "kernel_size", where)
+        self.strides = _pair(strides, "strides", where)
+        self.dilation_rate = _pair(dilation_rate, "dilation_rate", where)
+        self.padding = _padding(padding, where)
+        self.depth_multiplier = depth_multiplier
+        self.activation = _act.get(activation)
+        self.use_bias = use_bias
+        self.depthwise_initializer = _init.get(depthwise_initializer)
+        self.bias_initializer = _init.get(bias_initializer)
+        self.input_spec = InputSpec(ndim=4)
+
+    def build(self, input_shape) -> None:
+        channels = input_shape[-1]
+        if channels is None:
+            raise ValueError(f'DepthwiseConv2D "{self.name}": the channel dimension of the inputs must be known; '
+                             f"got {input_shape}")
+        self.depthwise_kernel = self.add_weight("depthwise_kernel",
+                                                self.kernel_size + (channels, self.depth_multiplier),
+                                                initializer=self.depthwise_initializer)
+        self.bias = (self.add_weight("bias", (channels * self.depth_multiplier,), initializer=self.bias_initializer)
+                     if self.use_bias else None)
+        self.input_spec = InputSpec(ndim=4, axes={-1: channels})
+        self.built = True
+
+    def call(self, inputs):
+        out = N.depthwise_conv2d(inputs, self.depthwise_kernel, self.strides, self.padding.upper(),
+                                 dilations=self.dilation_rate)
+        if self.bias is not None:
+            out = N.bias_add(out, self.bias)
+        return self.activation(out)
+
+    def get_config(self):
+        return {**super().get_config(), "kernel_size": self.kernel_size, "strides": self.strides,
+                "padding": self.padding, "depth_multiplier": self.depth_multiplier,
+                "dilation_rate": self.dilation_rate, "activation": _act.serialize(self.activation),
+                "use_bias": self.use_bias}
+
+
 class _Pool2D(Layer):
     _pool = None
 
@@ -147,5 +202,5 @@ AvgPool2D = AveragePooling2D
 GlobalAvgPool2D = GlobalAveragePooling2D
 GlobalMaxPool2D = GlobalMaxPooling2D
 
-__all__ = ["Conv2D", "MaxPool2D", "MaxPooling2D", "AveragePooling2D", "AvgPool2D", "GlobalAveragePooling2D",
+__all__ = ["Conv2D", "DepthwiseConv2D", "MaxPool2D", "MaxPooling2D", "AveragePooling2D", "AvgPool2D", "GlobalAveragePooling2D",
            "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D"]
