@@ -14,8 +14,12 @@ e.g. `.venv-tf/bin/python`, to get the TF rows; JAX rows appear when jax imports
       VALID → 285 MFLOP, in GFLOP/s, against np.dot of the same-shape im2col matmul
       (7744 x 288 @ 288 x 64) and of a 1024² matmul (the machine's BLAS peak), and tf.nn.conv2d.
 
-Ratios are "jf time / other time" (< 1: jf faster). The machine is shared: compare
-ratios from one run, not absolute times across runs.
+Ratios are "jf time / other time" (< 1: jf faster), jf's fit against the other's fit and
+train_on_batch against train_on_batch. The implementations run in turns (a few steps of each
+per round, the first of each turn not counted) so a machine whose load changes slows them
+alike; the table gives the median and the best step. Compare ratios from one run, not absolute times across runs. numpy's
+and scipy's OpenBLAS threads contend badly on a loaded machine: `OPENBLAS_NUM_THREADS=1`
+can be several times faster there.
 
     python benchmarks/bench_keras.py [--quick] [--json PATH] [--no-tf] [--no-jax]
 """
@@ -63,23 +67,39 @@ def _per_step(fn: Callable[[], Any], repeat: int, warmup: int) -> float:
     return float(np.median(times))
 
 
-def bench_train_step(jf: Any, tf: Any, jax: Any, repeat: int) -> Dict[str, float]:
+def _interleaved(fns: Dict[str, Callable[[], Any]], repeat: int, warmup: int, scale: float = 1.0,
+                 block: int = 4) -> Dict[str, Dict[str, float]]:
+    """Median and minimum seconds of each fn, run in turns of `block` calls, so a machine whose load
+    changes from second to second slows every implementation alike. The first call of each turn
+    is not counted: it pays for the other library's threads still spinning after its turn."""
+    with C.gc_disabled():
+        for fn in fns.values():
+            for _ in range(warmup):
+                fn()
+        times: Dict[str, List[float]] = {name: [] for name in fns}
+        for _ in range(max(1, repeat // (block - 1))):
+            for name, fn in fns.items():
+                for k in range(block):
+                    start = time.perf_counter()
+                    fn()
+                    if k:
+                        times[name].append((time.perf_counter() - start) * scale)
+    return {name: {"median": float(np.median(t)), "min": float(np.min(t))} for name, t in times.items()}
+
+
+def bench_train_step(jf: Any, tf: Any, jax: Any, repeat: int) -> Dict[str, Dict[str, float]]:
     x, y = _data(BATCH * STEPS_PER_EPOCH)
     xb, yb = x[:BATCH], y[:BATCH]
-    out: Dict[str, float] = {}
-    model = _cnn(jf)
-    out["jf train_on_batch"] = _per_step(lambda: model.train_on_batch(xb, yb), repeat, warmup=5)
-    out["jf fit (per step)"] = _per_step(
-        lambda: model.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False), max(2, repeat // 4),
-        warmup=1) / STEPS_PER_EPOCH
+    models = {"jf": _cnn(jf)}
     if tf is not None:
-        tmodel = _cnn(tf)
-        out["tf train_on_batch"] = _per_step(lambda: tmodel.train_on_batch(xb, yb), repeat, warmup=5)
-        out["tf fit (per step)"] = _per_step(
-            lambda: tmodel.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False), max(2, repeat // 4),
-            warmup=1) / STEPS_PER_EPOCH
+        models["tf"] = _cnn(tf)
+    steps = {f"{k} train_on_batch": (lambda m=m: m.train_on_batch(xb, yb)) for k, m in models.items()}
     if jax is not None:
-        out["jax.jit"] = _per_step(_jax_step(jax, xb, yb), repeat, warmup=3)
+        steps["jax.jit"] = _jax_step(jax, xb, yb)
+    out = _interleaved(steps, repeat, warmup=5)
+    fits = {f"{k} fit (per step)": (lambda m=m: m.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, shuffle=False))
+            for k, m in models.items()}
+    out.update(_interleaved(fits, max(2, repeat // 4), warmup=1, scale=1.0 / STEPS_PER_EPOCH, block=2))
     return out
 
 
@@ -152,11 +172,13 @@ def run(options: argparse.Namespace) -> Dict[str, Any]:
 
 def report(results: Dict[str, Any]) -> None:
     steps = results["train_step_seconds"]
-    jf_step = steps["jf train_on_batch"]
-    print(f"(a) seed-004 CNN train step, batch {BATCH}")
-    rows = [[name, f"{t * 1e3:.1f} ms", C.format_ratio(jf_step, t) if not name.startswith("jf") else
-             C.format_ratio(t, jf_step)] for name, t in steps.items()]
-    C.print_table(["implementation", "per step", "jf train_on_batch / this"], rows)
+    print(f"(a) seed-004 CNN train step, batch {BATCH} (run in turns; median and best of the runs)")
+    rows = []
+    for name, t in steps.items():
+        mine = steps["jf fit (per step)" if "fit" in name else "jf train_on_batch"]
+        rows.append([name, f"{t['median'] * 1e3:.1f} ms", f"{t['min'] * 1e3:.1f} ms",
+                     C.format_ratio(mine["median"], t["median"]), C.format_ratio(mine["min"], t["min"])])
+    C.print_table(["implementation", "median", "best", "jf / this (median)", "jf / this (best)"], rows)
     for name, note in results["notes"].items():
         if note:
             print(f"  {name}: skipped ({note})")
