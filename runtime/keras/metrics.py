@@ -198,7 +198,66 @@ class MeanAbsoluteError(MeanMetricWrapper):
         super().__init__(_losses.mean_absolute_error, name, dtype)
 
 
-_BY_NAME = {"accuracy": Accuracy, "sparse_categorical_accuracy": SparseCategoricalAccuracy,
+class AUC(Metric):
+    """Area under the ROC curve (TF's `tf.keras.metrics.AUC`, `curve="ROC"`, trapezoidal rule).
+
+    Counts true/false positives/negatives at `num_thresholds` thresholds
+    (`[-ε, 1/(n-1), ..., (n-2)/(n-1), 1+ε]`, Keras's) for predictions in [0, 1].
+
+    >>> m = AUC(); _ = m.update_state([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]); round(float(m.result()), 2)
+    0.75
+    """
+
+    def __init__(self, num_thresholds: int = 200, name: str = "auc", dtype: Any = None,
+                 from_logits: bool = False) -> None:
+        super().__init__(name=name, dtype=dtype)
+        if num_thresholds <= 1:
+            raise ValueError(f'metric "{name}": num_thresholds must be > 1; got {num_thresholds}')
+        eps = 1e-7
+        inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+        self.thresholds = np.array([-eps] + inner + [1.0 + eps], np.float32)
+        self.from_logits = from_logits
+        n = num_thresholds
+        self.true_positives = self.add_weight("true_positives", (n,), dtype=_dt.float32)
+        self.false_positives = self.add_weight("false_positives", (n,), dtype=_dt.float32)
+        self.true_negatives = self.add_weight("true_negatives", (n,), dtype=_dt.float32)
+        self.false_negatives = self.add_weight("false_negatives", (n,), dtype=_dt.float32)
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        y_pred = convert_to_tensor(y_pred)
+        if not y_pred.dtype.is_floating:
+            raise TypeError(f'metric "{self.name}": y_pred must be a floating-point tensor; got dtype '
+                            f"{y_pred.dtype.name}")
+        y_true = convert_to_tensor(y_true)
+        if y_pred.dtype is not _dt.float32:
+            y_pred = A.cast(y_pred, _dt.float32)
+        if self.from_logits:
+            y_pred = M.sigmoid(y_pred)
+        pred = A.reshape(y_pred, [-1, 1])
+        label = A.reshape(A.cast(y_true, _dt.float32), [-1, 1])
+        above = A.cast(M.greater(pred, convert_to_tensor(self.thresholds[None, :])), _dt.float32)
+        below = M.subtract(1.0, above)
+        positive, negative = label, M.subtract(1.0, label)
+        if sample_weight is not None:
+            w = A.reshape(A.cast(convert_to_tensor(sample_weight), _dt.float32), [-1, 1])
+            positive, negative = M.multiply(positive, w), M.multiply(negative, w)
+        for var, counts in ((self.true_positives, M.multiply(above, positive)),
+                            (self.false_positives, M.multiply(above, negative)),
+                            (self.true_negatives, M.multiply(below, negative)),
+                            (self.false_negatives, M.multiply(below, positive))):
+            var.assign_add(M.reduce_sum(counts, axis=0), read_value=False)
+
+    def result(self) -> Tensor:
+        tp, fp = self.true_positives.read_value(), self.false_positives.read_value()
+        tn, fn = self.true_negatives.read_value(), self.false_negatives.read_value()
+        tpr = _divide_no_nan(tp, M.add(tp, fn))
+        fpr = _divide_no_nan(fp, M.add(fp, tn))
+        widths = M.subtract(fpr[:-1], fpr[1:])
+        heights = M.multiply(M.add(tpr[:-1], tpr[1:]), 0.5)
+        return M.reduce_sum(M.multiply(widths, heights))
+
+
+_BY_NAME = {"accuracy": Accuracy, "auc": AUC, "sparse_categorical_accuracy": SparseCategoricalAccuracy,
             "categorical_accuracy": CategoricalAccuracy, "binary_accuracy": BinaryAccuracy,
             "mean_squared_error": MeanSquaredError, "mse": MeanSquaredError,
             "mean_absolute_error": MeanAbsoluteError, "mae": MeanAbsoluteError}
@@ -228,5 +287,5 @@ def get(identifier: Any, loss: Any = None) -> Metric:
 
 
 __all__ = ["Metric", "Reduce", "Sum", "Mean", "MeanMetricWrapper", "Accuracy", "SparseCategoricalAccuracy",
-           "CategoricalAccuracy", "BinaryAccuracy", "MeanSquaredError", "MeanAbsoluteError", "accuracy",
+           "CategoricalAccuracy", "BinaryAccuracy", "MeanSquaredError", "MeanAbsoluteError", "AUC", "accuracy",
            "sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy", "get"]

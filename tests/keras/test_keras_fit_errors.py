@@ -96,3 +96,32 @@ def test_losses_match_their_formulas():
     np.testing.assert_allclose(float(jf.keras.losses.BinaryCrossentropy(from_logits=True)(y, logits)),
                                float(jf.keras.losses.BinaryCrossentropy()(y, 1 / (1 + np.exp(-logits)))), rtol=1e-5)
     np.testing.assert_allclose(float(jf.keras.losses.Huber()([[0.0, 0.0]], [[0.5, 3.0]])), (0.125 + 2.5) / 2)
+
+
+def test_auc_matches_the_exact_rank_statistic_and_runs_in_graphs():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 400)
+    p = np.clip(y * 0.3 + rng.random(400) * 0.7, 0, 1).astype(np.float32)
+    pos, neg = p[y == 1], p[y == 0]
+    exact = (pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean()
+    m = jf.keras.metrics.AUC()
+    m.update_state(y[:200], p[:200])
+    m.update_state(y[200:], p[200:])
+    assert abs(float(m.result()) - exact) < 2e-3
+    eager = float(m.result())
+    m.reset_state()
+    jf.function(lambda a, b: m.update_state(a, b))(jf.constant(y.astype(np.float32)), jf.constant(p))
+    assert float(m.result()) == pytest.approx(eager, abs=1e-6)
+    with pytest.raises(TypeError, match=r'metric "auc": y_pred must be a floating-point tensor; got dtype int32'):
+        m.update_state([0, 1], np.array([0, 1], np.int32))
+
+
+def test_batch_norm_and_dropout_inside_fit():
+    jf.keras.backend.clear_session()
+    model = jf.keras.Sequential([L.Dense(4, input_shape=(3,)), L.BatchNormalization(), L.Dropout(0.3), L.Dense(2)])
+    model.compile("adam", jf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), ["accuracy"])
+    x = np.random.default_rng(1).random((50, 3)).astype(np.float32) + 5.0
+    model.fit(x, (x[:, 0] > 5.5).astype(np.int32), batch_size=16, epochs=2, verbose=0)
+    moving_mean = model.layers[1].moving_mean.numpy()
+    assert np.all(moving_mean != 0)          # updated by the assign nodes of the compiled train step
+    assert model.train_function.experimental_get_tracing_count() == 2   # batches of 16 and the last of 2

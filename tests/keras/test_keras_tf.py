@@ -110,3 +110,14 @@ def test_depthwise_and_batch_norm_layers_compute_what_tf_keras_computes():
     assert [l.count_params() for l in models[1].layers] == [l.count_params() for l in models[0].layers]
     models[1].set_weights(models[0].get_weights())
     np.testing.assert_allclose(models[1].predict(x), models[0].predict(x, verbose=0), rtol=1e-4, atol=1e-5)
+
+
+def test_auc_equals_tf_keras_auc():
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 2, 300).astype(np.float32)
+    p = np.clip(y * 0.4 + rng.random(300) * 0.6, 0, 1).astype(np.float32)
+    theirs = tf.keras.metrics.AUC()
+    theirs.update_state(y, p)
+    mine = jf.keras.metrics.AUC()
+    mine.update_state(y, p)
+    assert float(mine.result()) == pytest.approx(float(theirs.result()), abs=1e-5)
