@@ -309,8 +309,12 @@ class Layer(Module):
             except (ValueError, TypeError, InvalidArgumentError) as e:
                 if _WRAPPED in str(e) or "is incompatible with the layer" in str(e):
                     raise
-                raise type(e)(f'Exception encountered {_WRAPPED} "{self.name}" ({type(self).__name__}) on '
-                              f"inputs of shape {_describe(inputs)}: {e}") from e
+                try:  # the same type, so `except` clauses still match; a custom constructor may refuse
+                    wrapped = type(e)(f'Exception encountered {_WRAPPED} "{self.name}" ({type(self).__name__}) '
+                                      f"on inputs of shape {_describe(inputs)}: {e}")
+                except Exception:
+                    raise e from None
+                raise wrapped from e
         self._record_shapes(inputs, outputs)
         return outputs
 
