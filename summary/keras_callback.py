@@ -152,7 +152,7 @@ class TensorBoard(Callback):
 
     def _write_train_graph(self) -> None:
         fn = getattr(self.model, "train_function", None)
-        concretes = list(getattr(fn, "_concretes", []) or [])
+        concretes = fn.list_concrete_functions() if hasattr(fn, "list_concrete_functions") else []
         if not concretes:
             return
         with self._writer("train").as_default():
