@@ -22,6 +22,7 @@ from . import array_ops as A
 from . import cpu_kernels as K
 from . import math_ops as M
 from . import nn_conv_kernels as NK
+from . import nn_depthwise_kernels as DK
 from .constant_op import convert_to_tensor
 from .infer import check_kind, elementwise, same_dtype
 from .registry import apply, register
@@ -174,12 +175,12 @@ register("Conv2DBackpropInput", _conv_input_infer, cpu=NK.conv2d_backprop_input,
          reference=NK.conv2d_backprop_input_ref, public_name="nn.conv2d_backprop_input")
 register("Conv2DBackpropFilter", _conv_filter_infer, cpu=NK.conv2d_backprop_filter,
          reference=NK.conv2d_backprop_filter_ref, public_name="nn.conv2d_backprop_filter")
-register("DepthwiseConv2dNative", _depthwise_infer, cpu=NK.depthwise_conv2d, reference=NK.depthwise_conv2d_ref,
+register("DepthwiseConv2dNative", _depthwise_infer, cpu=DK.depthwise_conv2d, reference=DK.depthwise_conv2d_ref,
          public_name="nn.depthwise_conv2d")
-register("DepthwiseConv2dNativeBackpropInput", _conv_input_infer, cpu=NK.depthwise_conv2d_backprop_input,
-         reference=NK.depthwise_conv2d_backprop_input_ref, public_name="nn.depthwise_conv2d_backprop_input")
-register("DepthwiseConv2dNativeBackpropFilter", _conv_filter_infer, cpu=NK.depthwise_conv2d_backprop_filter,
-         reference=NK.depthwise_conv2d_backprop_filter_ref, public_name="nn.depthwise_conv2d_backprop_filter")
+register("DepthwiseConv2dNativeBackpropInput", _conv_input_infer, cpu=DK.depthwise_conv2d_backprop_input,
+         reference=DK.depthwise_conv2d_backprop_input_ref, public_name="nn.depthwise_conv2d_backprop_input")
+register("DepthwiseConv2dNativeBackpropFilter", _conv_filter_infer, cpu=DK.depthwise_conv2d_backprop_filter,
+         reference=DK.depthwise_conv2d_backprop_filter_ref, public_name="nn.depthwise_conv2d_backprop_filter")
 register("MaxPool", _pool_infer, cpu=NK.max_pool, reference=NK.max_pool_ref, public_name="nn.max_pool2d")
 register("MaxPoolGrad", _max_pool_grad_infer, cpu=NK.max_pool_grad, reference=NK.max_pool_grad_ref,
          public_name="nn.max_pool_grad")
