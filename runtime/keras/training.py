@@ -135,11 +135,14 @@ class Model(Layer):
         if loss_weights is not None:
             raise ValueError("compile: loss_weights is for models with several outputs, which compile does not "
                              "support yet; combine the losses in a custom train_step")
-        self.optimizer = _optimizers.get(optimizer)
-        self.compiled_loss = _losses.get(loss) if loss is not None else None
         if metrics is not None and not isinstance(metrics, (list, tuple)):
             raise TypeError(f"compile: metrics must be a list; got {metrics!r}")
-        self._compiled_metrics = [_metrics.get(m, loss) for m in (metrics or [])]
+        # Resolve everything before changing the model: a bad name leaves it as it was.
+        resolved_loss = _losses.get(loss) if loss is not None else None
+        resolved_metrics = [_metrics.get(m, loss) for m in (metrics or [])]
+        self.optimizer = _optimizers.get(optimizer)
+        self.compiled_loss = resolved_loss
+        self._compiled_metrics = resolved_metrics
         self._loss_tracker = _metrics.Mean(name="loss")
         self.run_eagerly = run_eagerly
         self._jit_compile = jit_compile

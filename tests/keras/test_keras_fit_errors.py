@@ -28,6 +28,7 @@ def test_unknown_loss_optimizer_and_metric_names():
         model.compile("adamax2", "mse")
     with pytest.raises(ValueError, match=r"metrics: unknown metric 'f7'"):
         model.compile("adam", "mse", metrics=["f7"])
+    assert model.optimizer is None and not model.metrics   # nothing half-compiled is left behind
 
 
 def test_fit_before_compile():
