@@ -1,6 +1,6 @@
 """Seed 004's CNN with Keras-style `fit` and the TensorBoard callback.
 
-Run: python examples/keras_cnn.py [--logdir runs/keras_cnn] [--samples 1024] [--epochs 3]
+Run: python examples/keras_cnn.py [--logdir runs/keras_cnn] [--samples 1024] [--epochs 3] [--seed 0]
 Then: tensorboard --logdir runs/keras_cnn   (Scalars, Histograms, Images, Graphs, Profile)
 
 The images are synthetic MNIST-shaped data (class k lights up a 6x6 block at one of ten
@@ -28,8 +28,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--logdir", default="runs/keras_cnn")
     parser.add_argument("--samples", type=int, default=1024)
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
+    jf.random.set_seed(args.seed)   # the same weights and the same shuffling on every run
     layers = jf.keras.layers
     model = jf.keras.Sequential([
         layers.Conv2D(32, 3, activation="relu", input_shape=(28, 28, 1)),

@@ -22,6 +22,7 @@ from ..autodiff import GradientTape
 from ..checkpoint import Checkpoint
 from ..function import Function
 from ..ops import math_ops as M
+from ..ops import random_ops as _R
 from ..ops.constant_op import convert_to_tensor
 from ..tensor import Tensor
 from . import callbacks as _cb
@@ -290,7 +291,7 @@ class Model(Layer):
         cbs.append(history)
         if verbose:
             cbs.append(_cb.ProgbarLogger(verbose))
-        rng = np.random.default_rng()
+        rng = np.random.default_rng(_R._global_seed)   # jf.random.set_seed makes the shuffling repeatable
         train_fn = self.make_train_function()
         self.stop_training = False
         self.history = history

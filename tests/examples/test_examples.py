@@ -75,7 +75,7 @@ def test_readme_quick_start_runs_as_documented(tmp_path):
 
 
 def test_keras_cnn_trains_and_writes_train_and_validation_runs(tmp_path):
-    out = _run("keras_cnn.py", tmp_path, "--samples", "192", "--epochs", "2", "--logdir", "logs")
+    out = _run("keras_cnn.py", tmp_path, "--samples", "256", "--epochs", "3", "--logdir", "logs")
     assert "Total params: 225,034" in out
     accuracy = float(out.split("final val_accuracy: ")[1].split()[0])
     assert accuracy >= 0.9
