@@ -40,7 +40,8 @@ for _part in ("tracer", "summary", "webui"):
 # are not needed by a program that only runs ops (and `import jitflow` stays fast).
 _LAZY_MODULES = {"summary": "jitflow.summary", "profiler": "jitflow.tracer.profiler",
                  "data": "jitflow.runtime.data", "io": "jitflow.runtime.io", "image": "jitflow.runtime.image",
-                 "strings": "jitflow.runtime.strings", "saved_model": "jitflow.runtime.saved_model"}
+                 "strings": "jitflow.runtime.strings", "saved_model": "jitflow.runtime.saved_model",
+                 "keras": "jitflow.keras"}
 
 
 def __getattr__(name: str):
@@ -59,7 +60,7 @@ __version__ = "0.1.0"
 globals()["bool"] = _runtime.bool_
 
 __all__ = sorted(set(_runtime.__all__) | {
-    "bool", "autograph", "config", "debugging", "initializers", "losses", "math", "nn", "optimizers", "random",
+    "bool", "autograph", "config", "debugging", "initializers", "keras", "losses", "math", "nn", "optimizers", "random",
     "train", "summary", "profiler", "data", "io", "image", "strings", "saved_model", "__version__",
 } - {"__version__"})
 

@@ -4,9 +4,11 @@
     >>> jf.nn.relu(jf.constant([-1.0, 2.0])).numpy()
     array([0., 2.], dtype=float32)
 """
+from jitflow.runtime.ops import nn_conv_ops as _conv
 from jitflow.runtime.ops.math_ops import log_softmax, relu, sigmoid, softmax, tanh
+from jitflow.runtime.ops.nn_conv_ops import *  # noqa: F401,F403 - conv, pooling, bias, activations
 from jitflow.runtime.ops.nn_ops import (softmax_cross_entropy_with_logits,
                                         sparse_softmax_cross_entropy_with_logits)
 
 __all__ = ["relu", "softmax", "log_softmax", "sigmoid", "tanh", "softmax_cross_entropy_with_logits",
-           "sparse_softmax_cross_entropy_with_logits"]
+           "sparse_softmax_cross_entropy_with_logits", *_conv.__all__]

@@ -17,6 +17,7 @@ registered; the names below are what `jitflow` re-exports.
 """
 from jitflow.runtime import backends as _backends  # noqa: F401 - registers the CUDA table loader
 from jitflow.runtime.autodiff import gradients as _gradients  # noqa: F401 - registers op gradients
+from jitflow.runtime.autodiff import gradients_nn as _gradients_nn  # noqa: F401 - conv/pool/activation gradients
 from jitflow.runtime.autodiff.tape import GradientTape
 from jitflow.runtime.core import dtypes, errors
 from jitflow.runtime.core.context import executing_eagerly, init_scope, name_scope
@@ -28,6 +29,7 @@ from jitflow.runtime.core.shapes import TensorShape
 from jitflow.runtime.core.tensor import Tensor, TensorSpec
 from jitflow.runtime.execution import config
 from jitflow.runtime.ops import io_ops as _io_ops  # noqa: F401 - registers PyFunc/PrintV2
+from jitflow.runtime.ops import nn_conv_ops as _nn_conv_ops  # noqa: F401 - registers conv/pool/activation ops
 from jitflow.runtime.ops import nn_ops as _nn_ops  # noqa: F401 - registers the cross-entropy ops
 from jitflow.runtime.ops.array_ops import (cast, concat, expand_dims, fill, identity, ones, ones_like,
                                            range, rank, reshape, shape, size, squeeze, stack,

@@ -198,7 +198,11 @@ class Capture:
                 events.extend(run.device_events)
         return sorted(events, key=lambda e: e.start_ns)
 
-    def region(self, region: Region) -> None:
+    def region(self, region: Any, *timing: Any) -> None:
+        """Record a region: a `Region`, or `instrument.region`'s (name, start, end, thread, args)."""
+        if timing:
+            start_ns, end_ns, thread_id, args = timing
+            region = Region(region, start_ns, end_ns, thread_id, args.get("step_num"), dict(args))
         with self._lock:
             self._name_thread(region.thread_id)
             self.regions.append(region)

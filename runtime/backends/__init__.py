@@ -7,8 +7,8 @@ from jitflow.runtime.ops import registry
 
 
 def _load_cuda_table() -> dict:
-    from jitflow.runtime.backends import cuda_kernels  # lazy: imports numba.cuda, only once a GPU is used
-    return cuda_kernels.TABLE
+    from jitflow.runtime.backends import cuda_kernels, cuda_nn_kernels  # lazy: numba.cuda, once a GPU is used
+    return {**cuda_kernels.TABLE, **cuda_nn_kernels.OVERRIDES}
 
 
 registry.KERNEL_LOADERS["cuda"] = _load_cuda_table

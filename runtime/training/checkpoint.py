@@ -380,7 +380,9 @@ class _Restore:
             plan.matched.add(i)
         for opt, i in optimizers:  # after the whole subtree: slots refer to variables matched above
             for slot in self.nodes[i]["slot_variables"]:
-                original = plan.var_of_node.get(slot["original"]) or self.var_of_node.get(slot["original"])
+                original = plan.var_of_node.get(slot["original"])
+                if original is None:  # not `or`: a Variable's truth value is its value's
+                    original = self.var_of_node.get(slot["original"])
                 slot_var = self._existing_slot(opt, original, slot["slot"])
                 if slot_var is None:
                     plan.slots.append((opt, (id(opt), slot["original"], slot["slot"]), slot["node"]))

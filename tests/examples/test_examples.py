@@ -91,3 +91,15 @@ def test_readme_quick_start_runs_as_documented(tmp_path):
     assert proc.stdout.splitlines() == ["tracing with 0.1", "tracing with 0.2", "arg 'lr': Python float 0.1 → 0.2"]
     acc = _tags(tmp_path / "runs" / "quickstart")
     assert {"loss", "step"} <= set(acc.Tags()["tensors"])
+
+
+def test_keras_cnn_trains_and_writes_train_and_validation_runs(tmp_path):
+    out = _run("keras_cnn.py", tmp_path, "--samples", "256", "--epochs", "3", "--logdir", "logs")
+    assert "Total params: 225,034" in out
+    accuracy = float(out.split("final val_accuracy: ")[1].split()[0])
+    assert accuracy >= 0.9
+    train, validation = _tags(tmp_path / "logs" / "train"), _tags(tmp_path / "logs" / "validation")
+    assert {"epoch_loss", "epoch_accuracy", "batch_loss", "sequential/conv2d/kernel/histogram"} <= set(
+        train.Tags()["tensors"])
+    assert {"epoch_loss", "epoch_accuracy"} <= set(validation.Tags()["tensors"])
+    assert glob.glob(str(tmp_path / "logs" / "train" / "plugins" / "profile" / "*" / "*.xplane.pb"))
