@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf  # noqa: F401 - registers the ops
-from jitflow.runtime import KERNELS
+from jitflow.runtime.ops.registry import KERNELS
 from jitflow.runtime.execution import placement
 from jitflow.runtime.execution import device_memory as D
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime import KERNELS, OPS
+from jitflow.runtime.ops.registry import KERNELS, OPS
 from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.ops import nn_conv_ops as N
 from jitflow.runtime.ops.registry import apply
