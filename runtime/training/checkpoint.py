@@ -190,7 +190,7 @@ def _atomic_write(path: str, data: bytes) -> None:
 
 def _write_checkpoint(prefix: str, root: Any) -> str:
     graph = _Graph(root)
-    arrays = graph.arrays()
+    arrays: Dict[str, Any] = graph.arrays()  # (numpy's stubs would match a key to savez's flags)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     data = buffer.getvalue()
@@ -228,7 +228,7 @@ def _read_checkpoint(prefix: str) -> Tuple[List[Dict[str, Any]], Dict[str, np.nd
     if not isinstance(version, int) or version > VERSION:
         raise DataLossError(f"checkpoint {prefix!r} has format version {version!r}; this jitflow reads "
                             f"versions up to {VERSION} (it was written by a newer jitflow)")
-    nodes = meta.get("nodes")
+    nodes: Any = meta.get("nodes")  # a list of node dicts once _check_nodes passes
     _check_nodes(prefix, nodes)
     data_path = os.path.join(os.path.dirname(prefix), str(meta.get("data_file")))
     if not os.path.exists(data_path):
@@ -302,7 +302,7 @@ class _Restore:
         self.restored: set = set()                      # variable nodes assigned
         self.matched: set = set()                       # nodes matched to a live object
         self.var_of_node: Dict[int, Variable] = {}
-        self.pending_slots: Dict[Tuple[int, int, str], int] = {}  # (id(opt), original node, slot) → node
+        self.pending_slots: Dict[Tuple[int, Optional[int], str], int] = {}  # (id(opt), original node, slot) → node
         self.unmatched_live: List[str] = []             # live objects with no checkpoint value
 
     def _paths(self) -> Dict[int, str]:
@@ -524,6 +524,10 @@ class Checkpoint:
     'ckpts/train-1'
     >>> ckpt.restore(latest_checkpoint("ckpts")).assert_consumed()  # doctest: +SKIP
     """
+
+    # Set with object.__setattr__ (this class's __setattr__ tracks public attributes).
+    _children: Dict[str, Any]
+    _save_counter: Variable
 
     def __init__(self, **kwargs: Any) -> None:
         object.__setattr__(self, "_children", {})
