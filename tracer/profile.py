@@ -56,6 +56,7 @@ def _scope_spans(events: List[OpEvent], thread_id: int) -> List[Span]:
                 found_any = True
             if scope != current:
                 if current is not None:
+                    assert first is not None and last is not None  # set when the run began
                     spans.append(Span(current, "scope", first.start_ns, last.end_ns, thread_id,
                                       {"name_scope": current}, current.split("/")[-1]))
                 current, first = scope, e

@@ -110,7 +110,7 @@ def static_values(nodes: Sequence[Node]) -> Dict[int, np.ndarray]:
         value = None
         if op == "Const":
             value = node.attrs["value"]
-        elif op == "Size" and known:
+        elif op == "Size" and known and dims is not None:
             value = np.array(int(np.prod(dims, dtype=np.int64)), out._dtype.as_numpy_dtype)
         elif op == "Shape" and known:
             value = np.array(dims, out._dtype.as_numpy_dtype)
@@ -264,7 +264,9 @@ def _kernels_fingerprint() -> str:
         h = hashlib.sha256()
         for module in ("jitflow.runtime.ops.cpu_kernels", "jitflow.runtime.execution.compiler_kernels",
                        "jitflow.runtime.execution.codegen"):
-            with open(importlib.util.find_spec(module).origin, "rb") as f:  # read, not imported
+            spec = importlib.util.find_spec(module)
+            assert spec is not None and spec.origin is not None  # jitflow's own source files
+            with open(spec.origin, "rb") as f:  # read, not imported
                 h.update(f.read())
         _FINGERPRINT = h.hexdigest()[:16]
     return _FINGERPRINT
@@ -291,6 +293,7 @@ def _module_for(source: str) -> Any:
             if name in sys.modules:
                 return sys.modules[name]
             spec = importlib.util.spec_from_file_location(name, path)
+            assert spec is not None and spec.loader is not None  # a .py path: a source loader
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module  # numba's cache looks the module up by name
             spec.loader.exec_module(module)
@@ -524,6 +527,7 @@ class _OutputBuffer:
     """
 
     __slots__ = ("shape", "dtype", "array", "lock")
+    array: Optional[np.ndarray]
 
     def __init__(self, shape: Tuple[int, ...], dtype: Any) -> None:
         self.shape, self.dtype, self.array = shape, dtype, None

@@ -180,6 +180,7 @@ class Plan:
 
     def _gpu_timer(self) -> Any:
         from jitflow.runtime.execution import device_memory  # lazy: imports numba.cuda
+        assert self.placement is not None  # timed on a GPU: a placed plan
         gpus = [_devices.gpu_by_name(d) for d in set(self.placement.values()) if _devices.is_gpu_name(d)]
         if not gpus:
             return None
@@ -188,6 +189,7 @@ class Plan:
     # -- placed code generation (a GPU is visible) ------------------------------------
     def _generate_placed(self, timed: bool) -> Tuple[str, Dict[str, Any], Dict[int, Node]]:
         from jitflow.runtime.execution import device_memory as D  # lazy: imports numba.cuda
+        assert self.placement is not None  # generated for placed plans only
         env: Dict[str, Any] = {"_defer": D.defer_cleanup, "_use": D.use, "_to_host": D.to_host,
                                "_to_gpu": _to_gpu, "_ens_gpu": _ensure_gpu, "_ens_host": _ensure_host}
         expr: Dict[Tuple[int, int], str] = {}
@@ -203,7 +205,7 @@ class Plan:
         record_nodes: List[Node] = list(self.nodes)
         converted: Dict[Tuple[Tuple[int, int], str], str] = {}
         gpu_names: Dict[str, str] = {}
-        state = {"current": None}
+        state: Dict[str, Optional[str]] = {"current": None}  # the GPU the code last switched to
 
         def gpu_var(name: str) -> str:
             if name not in gpu_names:
@@ -292,7 +294,7 @@ class Plan:
         return "\n".join(lines) + "\n", env, line_nodes
 
     def entry(self, n_args: int, captured: Sequence[Any], epilogue: Sequence[str],
-              env: Dict[str, Any]) -> Callable:
+              env: Dict[str, Any]) -> Optional[Callable]:
         """This plan's code as one function of the argument feeds only, for the direct call
         path: `run(f0, ..., f{n_args-1})` with the captured feeds bound as constants, and the
         outputs left for the `epilogue` lines (which use names from `env`) to turn into the

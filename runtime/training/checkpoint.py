@@ -240,7 +240,7 @@ def _read_legacy_checkpoint(prefix: str) -> Tuple[List[Dict[str, Any]], Dict[str
     if not isinstance(version, int) or version > VERSION:
         raise DataLossError(f"checkpoint {prefix!r} has format version {version!r}; this jitflow reads "
                             f"versions up to {VERSION} (it was written by a newer jitflow)")
-    nodes = meta.get("nodes")
+    nodes: Any = meta.get("nodes")  # a list of node dicts once _check_nodes passes
     _check_nodes(prefix, nodes)
     data_file, data_bytes = meta.get("data_file"), meta.get("data_bytes")
     if not isinstance(data_file, str) or os.path.basename(data_file) != data_file or data_file in ("", ".", ".."):
@@ -327,7 +327,7 @@ class _Restore:
         self.restored: set = set()                      # variable nodes assigned
         self.matched: set = set()                       # nodes matched to a live object
         self.var_of_node: Dict[int, Variable] = {}
-        self.pending_slots: Dict[Tuple[int, int, str], int] = {}  # (id(opt), original node, slot) → node
+        self.pending_slots: Dict[Tuple[int, Optional[int], str], int] = {}  # (id(opt), original node, slot) → node
         self.unmatched_live: List[str] = []             # live objects with no checkpoint value
 
     def _paths(self) -> Dict[int, str]:
@@ -551,6 +551,10 @@ class Checkpoint:
     'ckpts/train-1'
     >>> ckpt.restore(latest_checkpoint("ckpts")).assert_consumed()  # doctest: +SKIP
     """
+
+    # Set with object.__setattr__ (this class's __setattr__ tracks public attributes).
+    _children: Dict[str, Any]
+    _save_counter: Variable
 
     def __init__(self, **kwargs: Any) -> None:
         object.__setattr__(self, "_children", {})
