@@ -130,8 +130,8 @@ def build_xspace(capture: Capture, host: str) -> Any:
         event = lines[span.thread_id].events.add(metadata_id=meta, offset_ps=(span.start_ns - origin) * 1000,
                                                  duration_ps=max(0, span.end_ns - span.start_ns) * 1000)
         stats = dict(span.args)
-        step = _step_of(span, steps)
-        if step is not None and span.category != "step":
+        step = span.args.get("step_num") if span.category == "step" else _step_of(span, steps)
+        if step is not None:
             stats["group_id"] = step
         if span.category == "step":
             stats["_r"] = 1
