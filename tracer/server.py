@@ -70,8 +70,11 @@ class ProfilerServer:
                                                       request_deserializer=req.FromString,
                                                       response_serializer=lambda m: m.SerializeToString())
             for name, (req, _) in sp.METHODS.items()}
+        # so_reuseport off: gRPC's default would let a second process bind the same port and
+        # receive half of the captures meant for the first.
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers,
-                                                              thread_name_prefix="jitflow-profiler-server"))
+                                                              thread_name_prefix="jitflow-profiler-server"),
+                                   options=[("grpc.so_reuseport", 0)])
         self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(sp.SERVICE, handlers),))
         address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         try:
