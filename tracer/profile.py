@@ -118,7 +118,7 @@ def _fusion_span(seg: Any, start_ns: int, end_ns: int, run: Any) -> Span:
     listed = ", ".join(names[:64]) + (f", ... ({len(names)} in all)" if len(names) > 64 else "")
     types = sorted({n.op.tf_op for n in fused})
     return Span(f"{run.concrete.name}/{seg.name}", "fusion", start_ns, end_ns, run.thread_id,
-                {"fused_ops": listed, "fused_op_types": ", ".join(types), "num_fused_ops": len(names),
+                {"segment": seg.name, "fused_ops": listed, "fused_op_types": ", ".join(types), "num_fused_ops": len(names),
                  "function": run.concrete.name, "attribution": "estimated by cost, see docs/profiling.md"},
                 f"fusion {seg.name} ({len(names)} ops)")
 
