@@ -27,6 +27,7 @@ in `FunctionRun.device_ticks`, eager ones as `device_op` calls): those are the
 from __future__ import annotations
 
 import bisect
+import os
 import threading
 import time
 from array import array
@@ -139,6 +140,18 @@ def _static_outputs(node: Any) -> List[Output]:
     return out
 
 
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def resident_bytes() -> int:
+    """The process's resident memory now (Linux /proc; 0 where it cannot be read)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 @dataclass
 class RuntimeEvent:
     """Work the runtime did for itself: compiling, loading compiled code, changing tier."""
@@ -191,6 +204,7 @@ class Capture:
         self._nodes: List[Any] = []              # graph nodes seen, referenced by index from runs
         self._node_index: Dict[int, int] = {}    # id(node) → index in _nodes
         self._described: Dict[int, tuple] = {}    # node index → its latest output description
+        self.peak_rss_bytes = resident_bytes()  # the highest of the samples: start, each step's end, stop
         self.started_ns = time.perf_counter_ns()
         self._wall_offset = time.time_ns() - self.started_ns
         self.stopped_ns: Optional[int] = None
@@ -298,6 +312,10 @@ class Capture:
             return
         args = dict(args)
         step = args.pop("step_num", None)
+        if step is not None:  # a step: sample the process's memory at its end (one small read)
+            rss = resident_bytes()
+            args["memory_rss_bytes"] = rss
+            self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
         region = Region(name, start_ns, end_ns, thread_id, int(step) if step is not None else None,
                         {k: v for k, v in args.items() if not k.startswith("_")})
         with self._lock:
@@ -464,6 +482,7 @@ def stop(capture: Optional[Capture] = None) -> Optional[Capture]:
         _exact.pop(id(capture), None)
         _install()
     capture.stopped_ns = time.perf_counter_ns()
+    capture.peak_rss_bytes = max(capture.peak_rss_bytes, resident_bytes())
     capture.finalize()
     return capture
 

@@ -194,6 +194,8 @@ def build_xspace(capture: Capture, host: str) -> Any:
         if line.events:
             last = max(e.offset_ps + e.duration_ps for e in line.events)
             line.duration_ps = last
+    # The process's memory: its peak resident size over the capture's samples, as a plane stat.
+    builder.plane.stats.append(builder.stat("peak_memory_rss_bytes", int(capture.peak_rss_bytes)))
     space = XSpace(hostnames=[host])
     space.planes.append(builder.plane)
     for i, (name, device) in enumerate(sorted(gpu.items())):
@@ -231,6 +233,11 @@ def chrome_trace(capture: Capture) -> Dict[str, Any]:
                        "ts": (span.start_ns - origin) / 1000.0,
                        "dur": max(0, span.end_ns - span.start_ns) / 1000.0,
                        "pid": 1, "tid": tids[(span.thread_id, span.line)], "args": span.args})
+    for span in all_spans:  # memory as a counter track: resident size at each step's end
+        if span.category == "step" and "memory_rss_bytes" in span.args:
+            events.append({"name": "process memory (RSS)", "ph": "C", "pid": 1, "tid": 0,
+                           "ts": (span.end_ns - origin) / 1000.0,
+                           "args": {"MiB": round(span.args["memory_rss_bytes"] / 2**20, 3)}})
     for pid, (name, device) in enumerate(sorted(gpu.items()), start=2):  # a process per GPU
         events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": f"jitflow {name}"}})
         events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": 1, "args": {"name": GPU_LINE}})
@@ -239,7 +246,8 @@ def chrome_trace(capture: Capture) -> Dict[str, Any]:
                            "ts": (span.start_ns - origin) / 1000.0, "dur": max(0, span.end_ns - span.start_ns) / 1000.0,
                            "pid": pid, "tid": 1, "args": span.args})
     return {"traceEvents": events, "displayTimeUnit": "ns",
-            "otherData": {"origin_unix_ns": capture.wall_ns(origin), "producer": "jitflow"}}
+            "otherData": {"origin_unix_ns": capture.wall_ns(origin), "producer": "jitflow",
+                          "peak_memory_rss_bytes": int(capture.peak_rss_bytes)}}
 
 
 def run_dir_name(when: Optional[datetime.datetime] = None) -> str:

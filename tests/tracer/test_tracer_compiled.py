@@ -170,3 +170,22 @@ def test_host_tracer_level_zero_keeps_steps_only(tmp_path):
     with pytest.raises(ValueError, match="host_tracer_level: expected an int from 0 to 3"):
         jf.profiler.experimental.ProfilerOptions(host_tracer_level=7)
     assert capture.active() is None
+
+
+def test_memory_per_step_and_peak(tmp_path):
+    from tracer_testutil import xspace
+    f = jf.function(_chain, jit_compile=True)
+    x = jf.constant(X)
+    f(x)
+    with jf.profiler.experimental.Profile(str(tmp_path)) as prof:
+        for step in range(2):
+            with jf.profiler.experimental.Trace("train", step_num=step):
+                f(x)
+    trace = chrome_trace(prof.run_dir)
+    counters = [e for e in trace["traceEvents"] if e.get("ph") == "C"]
+    assert len(counters) == 2 and all(e["args"]["MiB"] > 1 for e in counters)
+    assert trace["otherData"]["peak_memory_rss_bytes"] >= max(e["args"]["MiB"] for e in counters) * 2**20 - 1
+    (plane,) = xspace(prof.run_dir).planes
+    names = {k: m.name for k, m in plane.stat_metadata.items()}
+    (peak,) = [s for s in plane.stats if names[s.metadata_id] == "peak_memory_rss_bytes"]
+    assert peak.int64_value == trace["otherData"]["peak_memory_rss_bytes"]

@@ -64,8 +64,13 @@ def test_four_threads_trace_and_export_independently(tmp_path):
     assert capture.recording() == []
 
 
+@jf.function
+def _plus_one(x):
+    return x + 1.0
+
+
 def test_trace_off_in_one_thread_leaves_the_others_recording(tmp_path):
-    f = _make(0)
+    f = _plus_one
     x = jf.constant(np.ones(4, np.float32))
     jf.summary.trace_on(graph=True)
     other = {}
