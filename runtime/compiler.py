@@ -421,6 +421,9 @@ class CompiledPlan(Plan):
         self.loaded_from_cache = all(seg.loaded for seg in segments)
         super().__init__(graph, feeds, outputs)
         self._record_nodes = self.steps  # timed records index steps: Python nodes and segments
+        # The timed glue now, with the compile (a few ms next to numba's seconds): the first
+        # profiled call of a compiled function then costs what every later one costs.
+        self._timed = self._compile(*self._generate(timed=True)[:2])
 
     def _generate(self, timed: bool):
         return _Glue(self, timed).generate()

@@ -17,8 +17,8 @@ cost is never charged to the op.
 Several captures can record at once (a `trace_on` per thread, `jf.profiler.start`, a
 capture requested over gRPC by TensorBoard): `start()` registers one, the runtime's sink
 fans out to all of them, `stop(capture)` ends exactly that one. A capture started with
-`thread_id` records only that thread's ops, steps and functions (runtime events of any
-thread still count: a background compile belongs to whoever waits for it).
+`thread_id` records only that thread's ops, steps, functions and runtime events (a
+background tier-up shows in process-wide captures: `jf.profiler`, live capture).
 
 Ops that ran on a GPU also come with their kernel times from CUDA events (a graph run's
 in `FunctionRun.device_ticks`, eager ones as `device_op` calls): those are the
@@ -323,6 +323,8 @@ class Capture:
             self.regions.append(region)
 
     def runtime_event(self, name: str, start_ns: int, end_ns: int, thread_id: int, args: Dict[str, Any]) -> None:
+        if self.thread_id is not None and thread_id != self.thread_id:
+            return  # a per-thread trace shows its own thread's compiles, not a background tier-up's
         with self._lock:
             self._name_thread(thread_id)
             self.runtime.append(RuntimeEvent(name, start_ns, end_ns, thread_id, dict(args)))

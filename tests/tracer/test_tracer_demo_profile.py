@@ -50,5 +50,5 @@ def test_xprof_overview_of_the_demo_profile(demo_profile):
     ops = [dict(zip(cols, (c.get("v") for c in r["c"]))) for r in stats["rows"]]
     total = sum(r["stepTimeMs"] for r in rows) * 1000.0  # µs
     for op in ops:
-        if op["type"] != "IDLE":
+        if op["type"] != "IDLE" and not op["type"].startswith(("Jitflow", "Numba")):  # runtime rows
             assert op["total_self_time"] < 0.5 * total, op
