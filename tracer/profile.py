@@ -27,6 +27,7 @@ Chrome trace shows as a separate process.
 """
 from __future__ import annotations
 
+import bisect
 import datetime
 import gzip
 import json
@@ -159,18 +160,36 @@ def device_spans(capture: Capture) -> Dict[str, List[Span]]:
     return out
 
 
-def _step_of(span: Span, steps: List[Span]) -> Optional[int]:
-    for step in steps:
-        if step.thread_id == span.thread_id and step.start_ns <= span.start_ns <= step.end_ns:
-            return step.args.get("step_num")
-    return None
+class _Steps:
+    """Which step (if any) encloses a span: per thread, steps sorted by start, found by
+    bisection (a long live capture has thousands of steps and a million spans)."""
+
+    def __init__(self, steps: List[Span]) -> None:
+        self._by_thread: Dict[int, tuple] = {}
+        grouped: Dict[int, List[Span]] = {}
+        for step in steps:
+            grouped.setdefault(step.thread_id, []).append(step)
+        for tid, spans_ in grouped.items():
+            spans_.sort(key=lambda s: s.start_ns)
+            self._by_thread[tid] = ([s.start_ns for s in spans_], spans_)
+
+    def of(self, span: Span) -> Optional[int]:
+        found = self._by_thread.get(span.thread_id)
+        if found is None:
+            return None
+        starts, steps = found
+        k = bisect.bisect_right(starts, span.start_ns) - 1
+        for j in range(k, max(-1, k - 8), -1):  # the latest step that started before it and encloses it
+            if span.start_ns <= steps[j].end_ns:  # (steps rarely nest: a few looks back suffice)
+                return steps[j].args.get("step_num")
+        return None
 
 
 def build_xspace(capture: Capture, host: str) -> Any:
     all_spans = spans(capture)
     gpu = device_spans(capture)
     builder = PlaneBuilder(1, HOST_PLANE)
-    steps = [s for s in all_spans if s.category == "step"]
+    steps = _Steps([s for s in all_spans if s.category == "step"])
     threads = sorted({(s.thread_id, s.line) for s in all_spans})
     origin = min([s.start_ns for s in all_spans] + [s.start_ns for g in gpu.values() for s in g],
                  default=capture.started_ns)
@@ -184,7 +203,7 @@ def build_xspace(capture: Capture, host: str) -> Any:
         event = lines[(span.thread_id, span.line)].events.add(metadata_id=meta, offset_ps=(span.start_ns - origin) * 1000,
                                                  duration_ps=max(0, span.end_ns - span.start_ns) * 1000)
         stats = dict(span.args)
-        step = span.args.get("step_num") if span.category == "step" else _step_of(span, steps)
+        step = span.args.get("step_num") if span.category == "step" else steps.of(span)
         if step is not None:
             stats["group_id"] = step
         if span.category == "step":
