@@ -196,6 +196,8 @@ class Capture:
         self._lock = threading.Lock()
         self.runtime: List[RuntimeEvent] = []
         self._runs: List[FunctionRun] = []
+        self._functions: List[Any] = []          # concrete functions seen, referenced by index from records
+        self._fn_index: Dict[int, int] = {}
         self._pending: List[tuple] = []          # every graph run as recorded; `runs` turns them into FunctionRuns
         self.eager: List[OpEvent] = []
         self.regions: List[Region] = []
@@ -271,17 +273,31 @@ class Capture:
                 self._name_thread(thread_id)
         # A plain tuple now (list.append is atomic), the FunctionRun when an exporter asks:
         # building the dataclass per call was a third of the tracing cost of a compiled call.
-        self._pending.append((concrete, start_ns, end_ns, thread_id, ticks, outputs, parent, device or None))
+        f = self._fn_index.get(id(concrete))
+        if f is None:
+            f = self._add_function(concrete)
+        # Ints, an array and tuples of atomic values only: once the collector has seen this
+        # record it stops tracking it, so a long trace does not slow its collections.
+        self._pending.append((f, start_ns, end_ns, thread_id, ticks, tuple(outputs), parent, device or None))
 
     @property
     def runs(self) -> List[FunctionRun]:
         """Every function run recorded so far, in order."""
         if len(self._pending) > len(self._runs):  # only ever appended to: a slice is a safe snapshot
             with self._lock:
-                nodes = self._nodes
-                self._runs.extend(FunctionRun(c, s, e, t, ticks, outs, nodes, parent, device_ticks=device)
-                                  for c, s, e, t, ticks, outs, parent, device in self._pending[len(self._runs):])
+                nodes, functions = self._nodes, self._functions
+                self._runs.extend(FunctionRun(functions[f], s, e, t, ticks, list(outs), nodes, parent,
+                                              device_ticks=device)
+                                  for f, s, e, t, ticks, outs, parent, device in self._pending[len(self._runs):])
         return self._runs
+
+    def _add_function(self, concrete: Any) -> int:
+        with self._lock:
+            f = self._fn_index.get(id(concrete))
+            if f is None:
+                f = self._fn_index[id(concrete)] = len(self._functions)
+                self._functions.append(concrete)  # kept alive here, so its id is not reused
+            return f
 
     def _add_node(self, node: Any) -> int:
         with self._lock:  # two threads meeting a new node must not get one index for two nodes
