@@ -189,3 +189,26 @@ def test_memory_per_step_and_peak(tmp_path):
     names = {k: m.name for k, m in plane.stat_metadata.items()}
     (peak,) = [s for s in plane.stats if names[s.metadata_id] == "peak_memory_rss_bytes"]
     assert peak.int64_value == trace["otherData"]["peak_memory_rss_bytes"]
+
+
+def test_runtime_library_regions_are_step_markers(tmp_path):
+    """What a Keras-style `fit` or a `jf.data` iterator (below the tracer) uses to mark steps."""
+    from jitflow.runtime import instrument
+    from tracer_testutil import xspace
+    f = jf.function(_chain, jit_compile=True)
+    x = jf.constant(X)
+    f(x)
+    with jf.profiler.experimental.Profile(str(tmp_path)) as prof:
+        with instrument.region("train", step_num=5, epoch=1):
+            with instrument.region("next_batch", input_pipeline=True):
+                pass
+            f(x)
+    events = complete_events(chrome_trace(prof.run_dir))
+    (step,) = [e for e in events if e["cat"] == "step"]
+    assert step["name"] == "train" and step["args"]["step_num"] == 5 and step["args"]["epoch"] == 1
+    assert any(e["name"] == "IteratorGetNext (next_batch)" for e in events)
+    (plane,) = xspace(prof.run_dir).planes
+    stat_names = {k: m.name for k, m in plane.stat_metadata.items()}
+    groups = {s.int64_value for line in plane.lines for e in line.events for s in e.stats
+              if stat_names[s.metadata_id] == "group_id"}
+    assert groups == {5}
