@@ -38,7 +38,7 @@ for _part in ("tracer", "summary", "webui"):
 
 # These load on first use: TensorBoard's protobufs, Pillow and the input-pipeline machinery
 # are not needed by a program that only runs ops (and `import jitflow` stays fast).
-_LAZY_MODULES = {"summary": "jitflow.summary", "profiler": "jitflow.tracer.profiler",
+_LAZY_MODULES = {"summary": "jitflow.summary", "profiler": "jitflow.profiler",
                  "data": "jitflow.runtime.data", "io": "jitflow.runtime.io", "image": "jitflow.runtime.image",
                  "strings": "jitflow.runtime.strings", "saved_model": "jitflow.runtime.saved_model",
                  "keras": "jitflow.keras"}

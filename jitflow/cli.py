@@ -9,6 +9,7 @@ Also `python -m jitflow ...`.
     jitflow inspect LOGDIR
     jitflow saved-model show --dir DIR [--all | --tag_set serve [--signature_def NAME]]
     jitflow saved-model to-logdir --dir DIR --logdir LOGDIR
+    jitflow capture grpc://localhost:6009 --logdir runs [--duration-ms 2000]
 
 Each subcommand is a pair of functions: `add_<name>_parser(subparsers)` declares its
 arguments and `run_<name>(args) -> int` does the work; `build_parser` lists the pairs.
@@ -276,6 +277,37 @@ def run_saved_model_to_logdir(args: argparse.Namespace) -> int:
     writer.close()
     print(f"wrote the graph of {args.dir} ({len(graph.node)} nodes) to {os.path.abspath(args.logdir)}; "
           f"view it with: tensorboard --logdir {args.logdir}")
+
+
+# -- jitflow capture ------------------------------------------------------------------------
+def add_capture_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "capture", help="capture a profile from running jitflow processes (TensorBoard's CAPTURE PROFILE)",
+        description="Ask the profiler server(s) at SERVICE_ADDR (started in the training process with "
+                    "jf.profiler.experimental.server.start(port)) for DURATION_MS of profile and write it to "
+                    "LOGDIR/plugins/profile/<session>/, one <host>.xplane.pb per worker, where TensorBoard's "
+                    "Profile tab finds it.")
+    p.add_argument("service_addr", help="grpc://host:port, comma-separated for several workers")
+    p.add_argument("--logdir", required=True, help="TensorBoard logdir to write the session under")
+    p.add_argument("--duration-ms", type=int, default=2000, help="how long to record (default: 2000)")
+    p.add_argument("--num-retry", type=int, default=2, help="retries while a server is unavailable (default: 2)")
+    p.add_argument("--host-tracer-level", type=int, default=2, choices=range(4),
+                   help="0: steps and runtime events only; 1-3: also every function and op (default: 2)")
+    p.add_argument("--delay-ms", type=int, default=0, help="start recording this long from now (default: 0)")
+    p.set_defaults(func=run_capture)
+    return p
+
+
+def run_capture(args: argparse.Namespace) -> int:
+    from jitflow.tracer import client, profiler  # lazy: gRPC loads only for the `capture` command
+    try:
+        options = profiler.ProfilerOptions(host_tracer_level=args.host_tracer_level, delay_ms=args.delay_ms or None)
+        session = client.trace(args.service_addr, args.logdir, args.duration_ms,
+                               num_tracing_attempts=max(0, args.num_retry) + 1, options=options)
+    except (ValueError, TypeError, OSError, client.CaptureError) as e:
+        print(f"jitflow capture: {e}", file=sys.stderr)
+        return 1
+    print(f"captured {args.duration_ms} ms from {args.service_addr} into {session}")
     return 0
 
 
@@ -289,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_panel_parser(subparsers)
     add_inspect_parser(subparsers)
     add_saved_model_parser(subparsers)
+    add_capture_parser(subparsers)
     return parser
 
 

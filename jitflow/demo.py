@@ -90,6 +90,15 @@ def _progress(stream: TextIO, step: int, total: int, loss: float, acc: float) ->
     stream.flush()
 
 
+def _settle(train_step, x, y, lr, timeout: float = 60.0) -> None:
+    """Wait (bounded) for the train step's background tier-up, so that the profiled steps
+    run the program every later step runs, not the interpreter racing a compile."""
+    concrete = train_step.get_concrete_function(x, y, lr)
+    deadline = time.time() + timeout
+    while getattr(concrete, "_compile_state", None) == "compiling" and time.time() < deadline:
+        time.sleep(0.02)
+
+
 def train(logdir: str = "runs/demo", steps: int = 200, batch: int = 64, seed: int = 0,
           progress: Optional[TextIO] = sys.stderr) -> DemoResult:
     """Run the demo training; returns the final metrics. Writes everything into `logdir`, one
@@ -119,19 +128,24 @@ def train(logdir: str = "runs/demo", steps: int = 200, batch: int = 64, seed: in
     rng = np.random.default_rng(seed)
     lr_tensor = jf.constant(0.01)
     loss = acc = float("nan")
-    profile_step = min(3, steps - 1)
+    # The profile covers a few steady-state steps: after the traces, the tier-up and the
+    # first calls that compile kernels, so it shows what a long run spends its time on.
+    profile_from = min(10, max(0, steps - 3))
+    profile_to = min(steps - 1, profile_from + 2)
     with writer.as_default():
         for step in range(steps):
             jf.summary.experimental.set_step(step)
             idx = rng.choice(len(x_all), size=batch, replace=False)
             x, y = x_all[idx], y_all[idx]
-            if step == profile_step:
+            if step == profile_from:
+                if step >= 2:  # the tensor-lr trace exists (step 1 made it): wait for its tier-up
+                    _settle(train_step, x, y, lr_tensor)
                 jf.summary.trace_on(graph=True, profiler=True)
-            with jf.profiler.Trace("train", step_num=step):
+            with jf.profiler.experimental.Trace("train", step_num=step, _r=1):
                 # Step 0 passes a Python float: a trace keyed on the value 0.01. Every later
                 # step passes a tensor, which traces once more and is then reused.
                 loss_t, acc_t = train_step(x, y, 0.01 if step == 0 else lr_tensor)
-            if step == profile_step:
+            if step == profile_to:
                 jf.summary.trace_export("train_step", step=step, profiler_outdir=logdir)
             if step == 0:
                 jf.summary.graph(train_step)

@@ -1,12 +1,15 @@
 """`trace_on` / `trace_export` / `trace_off`: graphs, per-op timing and profiles to a logdir.
 
 Accepts `profiler_outdir` in either call: the seeds pass it to `trace_export` (TF 2.0),
-current TensorFlow to `trace_on`. Unlike TF 2.x, the exported `RunMetadata` carries step
+current TensorFlow to `trace_on`. Tracing state is per thread: each thread's
+`trace_on` records only what that thread runs, and its `trace_export` writes only that,
+so several threads can trace at once without mixing their graphs. Unlike TF 2.x, the exported `RunMetadata` carries step
 stats, so TensorBoard's graph view can colour nodes by compute time and memory.
 """
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from time import time as _now
 from typing import Any, Dict, Optional
@@ -23,7 +26,14 @@ from jitflow.tracer import run_metadata as _run_metadata
 RUN_METADATA_PLUGIN = "graph_run_metadata"   # graph + step stats (TensorBoard Graphs)
 GRAPH_ONLY_PLUGIN = "graph_run_metadata_graph"
 
-_options: Dict[str, Any] = {"graph": True, "profiler": False, "profiler_outdir": None}
+_tls = threading.local()  # this thread's trace_on options (graph, profiler, profiler_outdir)
+
+
+def _options() -> dict:
+    options = getattr(_tls, "options", None)
+    if options is None:
+        options = _tls.options = {"graph": True, "profiler": False, "profiler_outdir": None}
+    return options
 
 
 def _outdir(value: Any) -> Optional[str]:
@@ -46,8 +56,14 @@ def _in_function(api: str, verb: str) -> bool:
     return True
 
 
-def trace_on(graph: bool = True, profiler: bool = False, profiler_outdir: Optional[str] = None) -> None:
-    """Start recording the graphs and per-op timing of everything that runs.
+def trace_on(graph: bool = True, profiler: bool = False, profiler_outdir: Optional[str] = None,
+             exact_ops: bool = False) -> None:
+    """Start recording the graphs and per-op timing of everything this thread runs.
+
+    Compiled functions stay compiled and are timed per fused segment (see
+    docs/profiling.md); `exact_ops=True` runs them op by op on the interpreter instead,
+    so every op has its own measured time (slower, and not the program that runs
+    untraced).
 
     Example:
         >>> import tempfile, jitflow as jf
@@ -61,21 +77,21 @@ def trace_on(graph: bool = True, profiler: bool = False, profiler_outdir: Option
     if _in_function("trace_on", "enable"):
         return
     outdir = _outdir(profiler_outdir)
-    if _capture.active() is not None:
-        warnings.warn("trace_on: a trace is already being recorded; it continues (call trace_export or "
+    if _capture.for_thread() is not None:
+        warnings.warn("trace_on: a trace is already being recorded by this thread; it continues (call trace_export or "
                       "trace_off to end it)", stacklevel=2)
     else:
-        _capture.start()
-    _options.update(graph=bool(graph), profiler=bool(profiler), profiler_outdir=outdir)
+        _capture.start(thread_id=threading.get_ident(), exact_ops=bool(exact_ops))
+    _options().update(graph=bool(graph), profiler=bool(profiler), profiler_outdir=outdir)
 
 
 def trace_off() -> None:
-    """Stop recording and discard what was recorded.
+    """Stop this thread's recording and discard what was recorded.
 
     >>> jf.summary.trace_on(graph=True)
     >>> jf.summary.trace_off()
     """
-    _capture.stop()
+    _capture.stop(_capture.for_thread())
 
 
 def trace_export(name: str, step: Any = None, profiler_outdir: Optional[str] = None) -> bool:
@@ -102,14 +118,15 @@ def trace_export(name: str, step: Any = None, profiler_outdir: Optional[str] = N
     if _in_function("trace_export", "export"):
         return False
     profiler_outdir = _outdir(profiler_outdir)
-    captured = _capture.active()
+    captured = _capture.for_thread()
+    options = _options()
     if captured is None:
         warnings.warn("trace_export: no trace is being recorded (call jf.summary.trace_on() first); "
                       "nothing was written", stacklevel=2)
         return False
     writer = context.default_writer()
     if writer is None:
-        _capture.stop()
+        _capture.stop(captured)
         warnings.warn("trace_export: there is no default summary writer (use `with writer.as_default():`); "
                       "the trace was discarded and nothing was written", stacklevel=2)
         return False
@@ -121,19 +138,19 @@ def trace_export(name: str, step: Any = None, profiler_outdir: Optional[str] = N
     step = as_step(step)
     tag = clean_tag(name, "name")
     outdir = None
-    if _options["profiler"]:
-        outdir = profiler_outdir or _options["profiler_outdir"] or getattr(writer, "logdir", None)
+    if options["profiler"]:
+        outdir = profiler_outdir or options["profiler_outdir"] or getattr(writer, "logdir", None)
         if outdir is None:
             raise ValueError("profiler_outdir: no directory to write the profile to; pass profiler_outdir=")
-    _capture.stop()
+    _capture.stop(captured)
     if outdir is not None:
         # The profile first: if its directory is unwritable the error comes before
         # anything was written, not after a summary that points at a missing profile.
         _profile.write(captured, outdir)
     written = False
-    if _options["graph"] or _options["profiler"]:
+    if options["graph"] or options["profiler"]:
         meta = _run_metadata.build(captured, include_graphs=True)
-        plugin = RUN_METADATA_PLUGIN if _options["profiler"] or meta.step_stats.dev_stats else GRAPH_ONLY_PLUGIN
+        plugin = RUN_METADATA_PLUGIN if options["profiler"] or meta.step_stats.dev_stats else GRAPH_ONLY_PLUGIN
         md = summary_pb2.SummaryMetadata()
         md.plugin_data.plugin_name = plugin
         md.plugin_data.content = b"1"

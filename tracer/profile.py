@@ -9,12 +9,25 @@ outermost, then each function run (`__inference_f_3`), its name scopes, and its 
 `is_eager`, so xprof's op statistics say "Eager"). Two exports within one second get
 `<timestamp>_1`, `_2`, ... run directories instead of overwriting each other.
 
+A function on the compiled tier shows each fused segment as a `fusion` event with the
+ops it fused under it (times attributed by `attribution`, marked `estimated`). Runtime
+work (`jitflow.compile`, `jitflow.cache_load`, `jitflow.tier_up`, `numba.compile`) is on
+a line of its own per thread, named `name:Type` so xprof's op statistics list it as its
+own row. A step (`Trace(..., step_num=i)`, `instrument.region(..., step_num=i)`) carries
+`group_id = i`, as do the events inside it: xprof's step detection reads exactly that (a
+host step marker is an event named `train...`/`test...` with a `group_id`; other events
+with that `group_id` are its compute, `IteratorGetNext...` events its input time).
+
+Files are written to a temporary name and renamed, so a full disk never leaves a
+truncated profile that TensorBoard would choke on.
+
 Ops that ran on a GPU are on the host rows as their launches and, with their CUDA-event
 times, on a plane of their own per GPU (`/device:GPU:0`, one "Stream" line), which the
 Chrome trace shows as a separate process.
 """
 from __future__ import annotations
 
+import bisect
 import datetime
 import gzip
 import json
@@ -23,7 +36,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .capture import Capture, OpEvent
+from .capture import Capture, OpEvent, RuntimeEvent
 from .xplane import PlaneBuilder, XSpace
 
 HOST_PLANE = "/host:CPU"
@@ -39,6 +52,13 @@ class Span:
     thread_id: int
     args: Dict[str, Any] = field(default_factory=dict)
     display: str = ""
+    line: str = ""            # "" the thread's own line; "runtime": its compile/cache line
+
+RUNTIME_LINE = "jitflow runtime (compile, cache, tier-up)"
+# Runtime events as `name:Type`, the shape xprof parses into an op statistics row.
+_RUNTIME_TYPES = {"jitflow.compile": "JitflowCompile", "jitflow.cache_load": "JitflowCacheLoad",
+                  "jitflow.tier_up": "JitflowTierUp", "numba.compile": "NumbaCompile",
+                  "jitflow.plan_build": "JitflowPlanBuild"}
 
 
 def _scope_spans(events: List[OpEvent], thread_id: int) -> List[Span]:
@@ -72,16 +92,44 @@ def spans(capture: Capture) -> List[Span]:
         args = dict(r.args)
         if r.step_num is not None:
             args["step_num"] = r.step_num
-        out.append(Span(r.name, "step", r.start_ns, r.end_ns, r.thread_id, args))
+        # An input-pipeline region counts as input time on xprof's pages, which recognise
+        # TF's `IteratorGetNext` events by that name prefix.
+        name = f"IteratorGetNext ({r.name})" if args.get("input_pipeline") else r.name
+        out.append(Span(name, "step" if r.step_num is not None else "region", r.start_ns, r.end_ns,
+                        r.thread_id, args))
     for run in capture.runs:
         out.append(Span(run.concrete.name, "function", run.start_ns, run.end_ns, run.thread_id,
-                        {"function": run.concrete.function._qualname}))
+                        {"function": run.concrete.function._qualname,
+                         "tier": "compiled" if run.fusions else "interpreter"}))
         out.extend(_scope_spans(run.events, run.thread_id))
+        for seg, start, end, _ in run.fusions:
+            out.append(_fusion_span(seg, start, end, run))
         for e in run.events:
             out.append(_op_span(e, "op"))
     for e in capture.eager:
         out.append(_op_span(e, "eager"))
-    return sorted(out, key=lambda s: (s.thread_id, s.start_ns, -(s.end_ns - s.start_ns)))
+    for e in capture.runtime:
+        out.append(_runtime_span(e))
+    return sorted(out, key=lambda s: (s.thread_id, s.line, s.start_ns, -(s.end_ns - s.start_ns)))
+
+
+def _fusion_span(seg: Any, start_ns: int, end_ns: int, run: Any) -> Span:
+    """A compiled segment as measured: one event naming the ops it fused (as XLA's fusions)."""
+    fused = seg.fused
+    names = [n.name for n in fused]
+    listed = ", ".join(names[:64]) + (f", ... ({len(names)} in all)" if len(names) > 64 else "")
+    types = sorted({n.op.tf_op for n in fused})
+    return Span(f"{run.concrete.name}/{seg.name}", "fusion", start_ns, end_ns, run.thread_id,
+                {"segment": seg.name, "fused_ops": listed, "fused_op_types": ", ".join(types), "num_fused_ops": len(names),
+                 "function": run.concrete.name, "attribution": "estimated by cost, see docs/profiling.md"},
+                f"fusion {seg.name} ({len(names)} ops)")
+
+
+def _runtime_span(e: RuntimeEvent) -> Span:
+    kind = _RUNTIME_TYPES.get(e.name, "JitflowRuntime")
+    what = e.args.get("function") or e.args.get("kernel") or ""
+    return Span(f"{e.name}:{kind}", "runtime", e.start_ns, e.end_ns, e.thread_id, dict(e.args),
+                f"{e.name} {what}".strip(), line="runtime")
 
 
 def _op_span(e: OpEvent, category: str) -> Span:
@@ -93,6 +141,11 @@ def _op_span(e: OpEvent, category: str) -> Span:
         args["outputs"] = ", ".join(f"{d}{list(s)}" for d, s, _ in e.outputs)
     if e.function:
         args["function"] = e.function
+    if e.fusion:
+        args["fusion"] = e.fusion
+        args["estimated"] = 1
+    if e.compile_ns:
+        args["first_use_ns_excluded"] = e.compile_ns
     if category == "eager":
         args["is_eager"] = 1
     return Span(f"{e.name}:{e.op_type}", category, e.start_ns, e.end_ns, e.thread_id, args)
@@ -108,31 +161,51 @@ def device_spans(capture: Capture) -> Dict[str, List[Span]]:
     return out
 
 
-def _step_of(span: Span, steps: List[Span]) -> Optional[int]:
-    for step in steps:
-        if step.thread_id == span.thread_id and step.start_ns <= span.start_ns <= step.end_ns:
-            return step.args.get("step_num")
-    return None
+class _Steps:
+    """Which step (if any) encloses a span: per thread, steps sorted by start, found by
+    bisection (a long live capture has thousands of steps and a million spans)."""
+
+    def __init__(self, steps: List[Span]) -> None:
+        self._by_thread: Dict[int, tuple] = {}
+        grouped: Dict[int, List[Span]] = {}
+        for step in steps:
+            grouped.setdefault(step.thread_id, []).append(step)
+        for tid, spans_ in grouped.items():
+            spans_.sort(key=lambda s: s.start_ns)
+            self._by_thread[tid] = ([s.start_ns for s in spans_], spans_)
+
+    def of(self, span: Span) -> Optional[int]:
+        found = self._by_thread.get(span.thread_id)
+        if found is None:
+            return None
+        starts, steps = found
+        k = bisect.bisect_right(starts, span.start_ns) - 1
+        for j in range(k, max(-1, k - 8), -1):  # the latest step that started before it and encloses it
+            if span.start_ns <= steps[j].end_ns:  # (steps rarely nest: a few looks back suffice)
+                return steps[j].args.get("step_num")
+        return None
 
 
 def build_xspace(capture: Capture, host: str) -> Any:
     all_spans = spans(capture)
     gpu = device_spans(capture)
     builder = PlaneBuilder(1, HOST_PLANE)
-    steps = [s for s in all_spans if s.category == "step"]
-    threads = sorted({s.thread_id for s in all_spans})
+    steps = _Steps([s for s in all_spans if s.category == "step"])
+    threads = sorted({(s.thread_id, s.line) for s in all_spans})
     origin = min([s.start_ns for s in all_spans] + [s.start_ns for g in gpu.values() for s in g],
                  default=capture.started_ns)
     lines = {}
-    for i, tid in enumerate(threads):
-        lines[tid] = builder.line(i + 1, capture.thread_names.get(tid, f"thread {tid}"), capture.wall_ns(origin))
+    for i, (tid, kind) in enumerate(threads):
+        name = capture.thread_names.get(tid, f"thread {tid}")
+        lines[(tid, kind)] = builder.line(i + 1, f"{name}: {RUNTIME_LINE}" if kind else name,
+                                          capture.wall_ns(origin))
     for span in all_spans:
         meta = builder.event_metadata(span.name, span.display or span.name)
-        event = lines[span.thread_id].events.add(metadata_id=meta, offset_ps=(span.start_ns - origin) * 1000,
+        event = lines[(span.thread_id, span.line)].events.add(metadata_id=meta, offset_ps=(span.start_ns - origin) * 1000,
                                                  duration_ps=max(0, span.end_ns - span.start_ns) * 1000)
         stats = dict(span.args)
-        step = _step_of(span, steps)
-        if step is not None and span.category != "step":
+        step = span.args.get("step_num") if span.category == "step" else steps.of(span)
+        if step is not None:
             stats["group_id"] = step
         if span.category == "step":
             stats["_r"] = 1
@@ -141,6 +214,8 @@ def build_xspace(capture: Capture, host: str) -> Any:
         if line.events:
             last = max(e.offset_ps + e.duration_ps for e in line.events)
             line.duration_ps = last
+    # The process's memory: its peak resident size over the capture's samples, as a plane stat.
+    builder.plane.stats.append(builder.stat("peak_memory_rss_bytes", int(capture.peak_rss_bytes)))
     space = XSpace(hostnames=[host])
     space.planes.append(builder.plane)
     for i, (name, device) in enumerate(sorted(gpu.items())):
@@ -167,17 +242,23 @@ def chrome_trace(capture: Capture) -> Dict[str, Any]:
     gpu = device_spans(capture)
     origin = min([capture.started_ns] + [s.start_ns for s in all_spans]
                  + [s.start_ns for g in gpu.values() for s in g])
-    tids = {tid: i + 1 for i, tid in enumerate(sorted({s.thread_id for s in all_spans}))}
+    tids = {key: i + 1 for i, key in enumerate(sorted({(s.thread_id, s.line) for s in all_spans}))}
     events: List[Dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
                                      "args": {"name": f"jitflow {HOST_PLANE}"}}]
-    for tid, index in tids.items():
+    for (tid, kind), index in tids.items():
+        name = capture.thread_names.get(tid, f"thread {tid}")
         events.append({"name": "thread_name", "ph": "M", "pid": 1, "tid": index,
-                       "args": {"name": capture.thread_names.get(tid, f"thread {tid}")}})
+                       "args": {"name": f"{name}: {RUNTIME_LINE}" if kind else name}})
     for span in all_spans:
         events.append({"name": span.display or span.name, "cat": span.category, "ph": "X",
                        "ts": (span.start_ns - origin) / 1000.0,
                        "dur": max(0, span.end_ns - span.start_ns) / 1000.0,
-                       "pid": 1, "tid": tids[span.thread_id], "args": span.args})
+                       "pid": 1, "tid": tids[(span.thread_id, span.line)], "args": span.args})
+    for span in all_spans:  # memory as a counter track: resident size at each step's end
+        if span.category == "step" and "memory_rss_bytes" in span.args:
+            events.append({"name": "process memory (RSS)", "ph": "C", "pid": 1, "tid": 0,
+                           "ts": (span.end_ns - origin) / 1000.0,
+                           "args": {"MiB": round(span.args["memory_rss_bytes"] / 2**20, 3)}})
     for pid, (name, device) in enumerate(sorted(gpu.items()), start=2):  # a process per GPU
         events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": f"jitflow {name}"}})
         events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": 1, "args": {"name": GPU_LINE}})
@@ -186,7 +267,8 @@ def chrome_trace(capture: Capture) -> Dict[str, Any]:
                            "ts": (span.start_ns - origin) / 1000.0, "dur": max(0, span.end_ns - span.start_ns) / 1000.0,
                            "pid": pid, "tid": 1, "args": span.args})
     return {"traceEvents": events, "displayTimeUnit": "ns",
-            "otherData": {"origin_unix_ns": capture.wall_ns(origin), "producer": "jitflow"}}
+            "otherData": {"origin_unix_ns": capture.wall_ns(origin), "producer": "jitflow",
+                          "peak_memory_rss_bytes": int(capture.peak_rss_bytes)}}
 
 
 def run_dir_name(when: Optional[datetime.datetime] = None) -> str:
@@ -207,20 +289,51 @@ def _new_run_dir(root: str) -> str:
     raise FileExistsError(f"{base}_*: 1000 profile runs in one second")
 
 
+def write_atomic(path: str, data: bytes) -> None:
+    """Write `data` to `path` through a temporary file in the same directory, renamed over
+    `path` only once it is complete and flushed: a full disk or a kill leaves no truncated
+    file where a reader looks (the temporary file is removed on error)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_files(capture: Capture, run_dir: str, host: str) -> List[str]:
+    """`<run_dir>/<host>.xplane.pb` and `<host>.trace.json.gz`, each written atomically."""
+    xplane = os.path.join(run_dir, f"{host}.xplane.pb")
+    trace = os.path.join(run_dir, f"{host}.trace.json.gz")
+    write_atomic(xplane, build_xspace(capture, host).SerializeToString())
+    # One encode and one write: json.dump into a gzip text stream makes a write call per
+    # token (tens of thousands for a 1,000-node trace) and took half of trace_export.
+    write_atomic(trace, gzip.compress(json.dumps(chrome_trace(capture)).encode("utf-8"), compresslevel=6))
+    return [xplane, trace]
+
+
 def write(capture: Capture, logdir: str, host: Optional[str] = None) -> str:
     """Write both profile files under `logdir`; returns the run directory."""
     if not isinstance(logdir, (str, os.PathLike)) or not os.fspath(logdir):
         raise TypeError(f"profiler_outdir: expected a directory path; got {logdir!r}")
     host = host or socket.gethostname()
+    run_dir = None
     try:
         run_dir = _new_run_dir(os.path.join(os.fspath(logdir), "plugins", "profile"))
-        with open(os.path.join(run_dir, f"{host}.xplane.pb"), "wb") as f:
-            f.write(build_xspace(capture, host).SerializeToString())
-        # One encode and one write: json.dump into a gzip text stream makes a write call per
-        # token (tens of thousands for a 1,000-node trace) and took half of trace_export.
-        with gzip.open(os.path.join(run_dir, f"{host}.trace.json.gz"), "wb") as f:
-            f.write(json.dumps(chrome_trace(capture)).encode("utf-8"))
+        write_files(capture, run_dir, host)
     except OSError as e:
+        if run_dir is not None:
+            try:
+                os.rmdir(run_dir)  # only if empty: never leave a run TensorBoard lists with no profile
+            except OSError:
+                pass
         raise OSError(f"profiler_outdir: cannot write the profile under {os.fspath(logdir)!r} ({e.strerror or e}); "
-                      "pass a writable directory") from e
+                      "pass a writable directory with free space") from e
     return run_dir

@@ -16,10 +16,15 @@ class Sink(Protocol):
     def eager_op(self, op: Any, start_ns: int, end_ns: int, thread_id: int, result: Any) -> None: ...
     def graph_run(self, concrete: Any, timings: list, start_ns: int, end_ns: int, thread_id: int) -> None: ...
     # Optional: def region(self, name: str, start_ns: int, end_ns: int, thread_id: int, args: dict) -> None
+    # Optional: def runtime_event(self, name: str, start_ns: int, end_ns: int, thread_id: int, args: dict) -> None
 
 
 enabled: bool = False
 _sink: Optional[Sink] = None
+# While tracing, a compiled function stays on the tier that runs and is timed per fused
+# segment. A profiler that wants every op timed on its own sets this: traced calls then
+# run the per-op interpreter plan instead (the exact, slower program).
+exact_ops: bool = False
 
 
 def install(sink: Sink) -> None:
@@ -36,6 +41,17 @@ def uninstall() -> None:
 
 def sink() -> Optional[Sink]:
     return _sink
+
+
+def runtime_event(name: str, start_ns: int, end_ns: int, **args: Any) -> None:
+    """Report work the runtime did for itself (compiling a graph, loading it from the disk
+    cache, switching a function to the compiled tier), so that profiles show it as its own
+    event instead of inside the op or call that happened to trigger it. Callers check
+    `enabled` first; sinks without `runtime_event` ignore it."""
+    s = _sink
+    on_event = getattr(s, "runtime_event", None) if s is not None else None
+    if on_event is not None:
+        on_event(name, start_ns, end_ns, threading.get_ident(), args)
 
 
 def run_eager_op(op: Any, kernel: Any, operands: list, attrs: dict, out_specs: list) -> Any:

@@ -25,8 +25,11 @@ kernel sources, and compiled with `cache=True`: a new process that traces the sa
 function loads machine code instead of compiling. A broken cache entry is deleted and
 rebuilt.
 
-Profiling always uses the interpreter's timed plan (per-op timings need per-op
-boundaries); the tracer documents this.
+While tracing, the compiled plan runs a timed variant of its glue: one clock reading
+around each segment call and each Python step. A segment is then one timed event that
+names the ops it fused (`Segment.fused`); the tracer attributes its time to those ops
+(see `jitflow.tracer.attribution`). Exact per-op timing is the interpreter's timed plan,
+used when `instrument.exact_ops` is set.
 """
 from __future__ import annotations
 
@@ -128,6 +131,14 @@ def static_values(nodes: Sequence[Node]) -> Dict[int, np.ndarray]:
 
 
 # -- segments ----------------------------------------------------------------------------
+class _FusionOp:
+    tf_op = "Fusion"
+    public_name = "fusion"
+
+
+_FUSION_OP = _FusionOp()
+
+
 class Segment:
     """A run of compilable nodes: external inputs in, tensors used outside out."""
 
@@ -140,10 +151,20 @@ class Segment:
         self.parallel = False
         self.allocations: List[Tuple[Tuple[int, ...], Any]] = []  # output arrays the caller makes
         self.fn: Any = None
+        self.loaded = False                # machine code came from numba's disk cache
 
     @property
     def name(self) -> str:
         return f"segment_{self.index}"
+
+    # What a timed run's record needs of its "node" (see executor.Plan.run_timed): a
+    # segment is recorded as one event that names the nodes it fused.
+    op = _FUSION_OP
+    device = None
+
+    @property
+    def fused(self) -> List[Node]:
+        return self.nodes
 
 
 def _key(t: SymbolicTensor) -> Tuple[int, int]:
@@ -361,6 +382,7 @@ def _compile_segment(seg: Segment, module: Any, static: Dict[int, np.ndarray]) -
         return
     try:
         seg.fn.compile(sig)
+        seg.loaded = bool(seg.fn.stats.cache_hits.get(sig))
     except Exception:
         # Most likely a stale or corrupt cached object: drop numba's cache files for this
         # module and compile from source once more.
@@ -391,12 +413,15 @@ class CompiledPlan(Plan):
                 _compile_segment(seg, module, self.static)
         self.compile_seconds = time.perf_counter() - start
         self.segments = segments
+        self.loaded_from_cache = all(seg.loaded for seg in segments)
         super().__init__(graph, feeds, outputs)
+        self._record_nodes = self.steps  # timed records index steps: Python nodes and segments
+        # The timed glue now, with the compile (a few ms next to numba's seconds): the first
+        # profiled call of a compiled function then costs what every later one costs.
+        self._timed = self._compile(*self._generate(timed=True)[:2])
 
     def _generate(self, timed: bool):
-        if timed:  # per-op timings come from the interpreter
-            return super()._generate(timed)
-        return _Glue(self).generate()
+        return _Glue(self, timed).generate()
 
 
 class _Glue:
@@ -410,8 +435,9 @@ class _Glue:
     numpy scalars of their dtype before a Python step sees them.
     """
 
-    def __init__(self, plan: CompiledPlan) -> None:
+    def __init__(self, plan: CompiledPlan, timed: bool = False) -> None:
         self.plan = plan
+        self.timed = timed  # clock readings around each step, recorded by `_rec` (executor.Plan.run_timed)
         self.env: Dict[str, Any] = {"_scalar": _scalar, "_retry": _retry, "_plock": _parallel_lock,
                                     "_asarray": np.asarray}
         self.expr: Dict[Tuple[int, int], str] = {}
@@ -431,7 +457,8 @@ class _Glue:
                 self.node(j, step)
         results = [self.output_value(t) for t in self.plan.outputs]
         self.lines.append(f"    return ({', '.join(results)}{',' if results else ''})")
-        source = "\n".join([f"def run({', '.join(self.params)}):"] + self.lines) + "\n"
+        params = ["_rec", "_clock"] + self.params if self.timed else self.params
+        source = "\n".join([f"def run({', '.join(params)}):"] + self.lines) + "\n"
         return source, self.env, self.line_nodes
 
     def segment(self, j: int, seg: Segment) -> None:
@@ -462,12 +489,17 @@ class _Glue:
         if seg.parallel:  # numba's workqueue threading layer must not be entered twice at once
             self.lines.append("    with _plock:")
             indent = "        "
+        if self.timed:
+            self.lines.append(f"{indent}_t = _clock()")
         self.lines.append(f"{indent}try:")
         self.line_nodes[len(self.lines) + 1] = seg.nodes[0]
         self.lines.append(f"{indent}    {target} = s{j}({', '.join(args)})  # {seg.name}")
         self.lines.append(f"{indent}except TypeError:")
         self.line_nodes[len(self.lines) + 1] = seg.nodes[0]
         self.lines.append(f"{indent}    {target} = _retry(s{j}, t{j}, ({', '.join(args)}{',' if args else ''}))")
+        if self.timed:
+            result = outs[0] if len(outs) == 1 else f"({', '.join(outs)},)" if outs else "None"
+            self.lines.append(f"{indent}_rec(({j}, _t, _clock(), {result}))")
 
     def node(self, j: int, node: Node) -> None:
         op = node.op.tf_op
@@ -487,8 +519,13 @@ class _Glue:
         for k, name in enumerate(outs):
             self.expr[(id(node), k)] = name
         target = "" if not outs else f"{outs[0]} = " if len(outs) == 1 else f"{', '.join(outs)}, = "
+        if self.timed:
+            self.lines.append("    _t = _clock()")
         self.line_nodes[len(self.lines) + 2] = node
         self.lines.append(f"    {target}k{j}({', '.join(args)})  # {node.name}")
+        if self.timed:
+            result = outs[0] if len(outs) == 1 else f"({', '.join(outs)},)" if outs else "None"
+            self.lines.append(f"    _rec(({j}, _t, _clock(), {result}))")
 
     def output_value(self, t: SymbolicTensor) -> str:
         """`t` as a plan output: a segment's scalar becomes a 0-d array, as the interpreter

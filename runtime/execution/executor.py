@@ -35,6 +35,7 @@ from jitflow.runtime.core.tensor import CPU0, SymbolicTensor, host_array
 from jitflow.runtime.execution import placement
 from jitflow.runtime.execution import placement as PL
 from jitflow.runtime.ops.registry import OPS
+from jitflow.runtime.core import instrument
 
 _ALIASING_OPS = ("Identity", "StopGradient")
 
@@ -155,9 +156,12 @@ class Plan:
 
     def run_timed(self, feeds: Sequence[Any]) -> Tuple[tuple, List[tuple]]:
         """Run and return (outputs, [(node, start_ns, end_ns, value), ...])."""
-        if self._timed is None:
+        if self._timed is None:  # first traced call: generating the timed variant is its own event
+            start = time.perf_counter_ns()
             source, env, _ = self._generate(timed=True)
             self._timed = self._compile(source, env)
+            instrument.runtime_event("jitflow.plan_build", start, time.perf_counter_ns(), graph=self.graph.name,
+                                     variant="timed")
         records: List[tuple] = []
         nodes = self._record_nodes
         timer = self._gpu_timer() if self.placement is not None else None

@@ -267,9 +267,9 @@ class ConcreteFunction:
         feeds = [leaf._value if leaf.__class__ is EagerTensor else _feed_value(leaf) for leaf in leaves]
         if self._captured_values:
             feeds.extend(_capture_value(v) for v in self._captured_values)
-        if instrument.enabled:
+        if instrument.enabled:  # timed on the tier that runs (see instrument.exact_ops)
             start = time.perf_counter_ns()
-            outs, timings = self._plan.run_timed(feeds)
+            outs, timings = (self._plan if instrument.exact_ops or self._fast is None else self._fast).run_timed(feeds)
             sink = instrument.sink()
             if sink is not None:
                 sink.graph_run(self, timings, start, time.perf_counter_ns(), threading.get_ident())
@@ -317,11 +317,15 @@ class ConcreteFunction:
         return self._fast
 
     def _compile(self) -> None:
+        start = time.perf_counter_ns()
         try:
             plan = compiler.compile_plan(self.graph, self.inputs + [ph for _, ph in self._captures],
                                          self.graph.outputs)
         except Exception as e:  # never let compilation break a working function
             self._compile_state = "failed"
+            if instrument.enabled:
+                instrument.runtime_event("jitflow.compile", start, time.perf_counter_ns(), function=self.name,
+                                         result="failed", error=str(e)[:200])
             if not isinstance(e, compiler.CompileError) or "no node" not in str(e):
                 node = getattr(e, "node", None)
                 where = f" at node {node.name!r} ({node.op.tf_op})" if node is not None else ""
@@ -333,6 +337,13 @@ class ConcreteFunction:
         _records.registry.compiled(self.name, plan.compile_seconds)
         self._fast = plan
         self._compile_state = "compiled"
+        if instrument.enabled:  # compiled, or loaded from the disk cache: its own event, never an op's
+            end = time.perf_counter_ns()
+            instrument.runtime_event("jitflow.cache_load" if plan.loaded_from_cache else "jitflow.compile", start,
+                                     end, function=self.name, segments=len(plan.segments),
+                                     fused_ops=sum(len(s.nodes) for s in plan.segments))
+            instrument.runtime_event("jitflow.tier_up", end, end, function=self.name, tier="compiled",
+                                     after_calls=self.calls)
         self.function._direct.clear()  # runners bound to the interpreter plan are rebuilt on the next call
 
     @property
@@ -616,7 +627,7 @@ class Function(direct_call.FunctionBase):
                         return served.result
                     cf = served
         result = cf._call_flat(leaves)
-        if self._direct_arity >= 0 and cf._compile_state in _SETTLED:
+        if self._direct_arity >= 0 and cf._compile_state in _SETTLED and not instrument.enabled:  # (unused while tracing)
             self._enable_direct(values, cf)
         return result
 
@@ -949,7 +960,7 @@ def _call_infer(specs, attrs):
 def _call_kernel(*feeds, f):
     if instrument.enabled:  # a function called from a function: record its nodes too
         start = time.perf_counter_ns()
-        outs, timings = f._plan.run_timed(feeds)
+        outs, timings = (f._plan if instrument.exact_ops or f._fast is None else f._fast).run_timed(feeds)
         sink = instrument.sink()
         if sink is not None:
             sink.graph_run(f, timings, start, time.perf_counter_ns(), threading.get_ident())

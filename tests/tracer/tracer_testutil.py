@@ -22,13 +22,13 @@ from seed_modules import make_demo_module  # noqa: F401 - re-exported for the tr
 RUN_DIR_RE = re.compile(r"^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}(_\d+)?$")
 
 
-def read_tag(logdir: str, tag: str):
-    """(RunMetadata, plugin name, events) of `tag`, via TensorBoard's accumulator."""
+def read_tag(logdir: str, tag: str, index: int = 0):
+    """(RunMetadata of the `index`-th event, plugin name, events) of `tag`, via TensorBoard's accumulator."""
     acc = EventAccumulator(str(logdir), size_guidance={"tensors": 0})
     acc.Reload()
     assert tag in acc.Tags()["tensors"], f"tag {tag!r} not in {acc.Tags()}"
     events = acc.Tensors(tag)
-    meta = config_pb2.RunMetadata.FromString(events[0].tensor_proto.string_val[0])
+    meta = config_pb2.RunMetadata.FromString(events[index].tensor_proto.string_val[0])
     return meta, acc.SummaryMetadata(tag).plugin_data, events
 
 
