@@ -88,7 +88,14 @@ def start(logdir: str | os.PathLike, options: Optional[ProfilerOptions] = None) 
 
 
 def stop(save: bool = True) -> Optional[str]:
-    """Stop profiling and write the profile; returns the run directory (None if not saved)."""
+    """Stop profiling and write the profile; returns the run directory (None if not saved).
+
+    >>> import tempfile
+    >>> jf.profiler.start(tempfile.mkdtemp())
+    >>> _ = jf.reduce_sum(jf.ones([4]))
+    >>> "plugins/profile" in jf.profiler.stop()
+    True
+    """
     global _logdir, _session
     if _logdir is None:
         warnings.warn("jf.profiler.stop(): the profiler is not running; nothing was written", stacklevel=2)
@@ -104,7 +111,14 @@ def stop(save: bool = True) -> Optional[str]:
 
 
 class Profile:
-    """Context manager form of `start(logdir, options)` / `stop()`."""
+    """Context manager form of `start(logdir, options)` / `stop()`.
+
+    >>> import tempfile
+    >>> with jf.profiler.Profile(tempfile.mkdtemp()) as profile:
+    ...     _ = jf.reduce_sum(jf.ones([4]))
+    >>> "plugins/profile" in profile.run_dir
+    True
+    """
 
     def __init__(self, logdir: str, options: Optional[ProfilerOptions] = None) -> None:
         self.logdir = logdir

@@ -268,6 +268,9 @@ class Model(Layer):
             validation_batch_size: Optional[int] = None, validation_freq: int = 1) -> _cb.History:
         """Train for `epochs` epochs; returns the `History` (also `model.history`).
 
+        >>> model = jf.keras.Sequential([jf.keras.layers.Dense(1, input_shape=(3,))])
+        >>> model.compile(optimizer="sgd", loss="mse")
+        >>> x, y = np.ones((64, 3), np.float32), np.zeros((64, 1), np.float32)
         >>> history = model.fit(x, y, batch_size=32, epochs=2, validation_split=0.2, verbose=0)
         >>> sorted(history.history)
         ['loss', 'val_loss']

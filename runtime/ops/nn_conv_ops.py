@@ -240,20 +240,37 @@ def _depthwise_backprop(op: str, first, sizes_attr: str, sizes, second, strides,
 
 def depthwise_conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding, dilations=None,  # noqa: A002
                                     name=None):
-    """The gradient of `depthwise_conv2d` with respect to its input (static `input_sizes`)."""
+    """The gradient of `depthwise_conv2d` with respect to its input (static `input_sizes`).
+
+    >>> w, dy = jf.ones([2, 2, 2, 1]), jf.ones([1, 2, 2, 2])
+    >>> jf.nn.depthwise_conv2d_backprop_input([1, 3, 3, 2], w, dy, [1, 1, 1, 1], 'VALID').shape
+    TensorShape([1, 3, 3, 2])
+    """
     return _depthwise_backprop("DepthwiseConv2dNativeBackpropInput", filter, "input_sizes", input_sizes,
                                out_backprop, strides, padding, dilations, name)
 
 
 def depthwise_conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, dilations=None,  # noqa: A002
                                      name=None):
-    """The gradient of `depthwise_conv2d` with respect to its filter (static `filter_sizes`)."""
+    """The gradient of `depthwise_conv2d` with respect to its filter (static `filter_sizes`).
+
+    >>> x, dy = jf.ones([1, 3, 3, 2]), jf.ones([1, 2, 2, 2])
+    >>> jf.nn.depthwise_conv2d_backprop_filter(x, [2, 2, 2, 1], dy, [1, 1, 1, 1], 'VALID').shape
+    TensorShape([2, 2, 2, 1])
+    """
     return _depthwise_backprop("DepthwiseConv2dNativeBackpropFilter", input, "filter_sizes",
                                [int(d) for d in filter_sizes], out_backprop, strides, padding, dilations, name)
 
 
 def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding, dilations=None, name=None):
-    """The gradient of `conv2d` with respect to its input (static `input_sizes`, NHWC)."""
+    """The gradient of `conv2d` with respect to its input (static `input_sizes`, NHWC).
+
+    >>> dy = jf.ones([1, 2, 2, 1])
+    >>> jf.nn.conv2d_backprop_input([1, 3, 3, 1], jf.ones([2, 2, 1, 1]), dy, 1, 'VALID').numpy()[0, :, :, 0]
+    array([[1., 2., 1.],
+           [2., 4., 2.],
+           [1., 2., 1.]], dtype=float32)
+    """
     return apply("Conv2DBackpropInput", [convert_to_tensor(filters), convert_to_tensor(out_backprop)],
                  {"input_sizes": tuple(input_sizes), "strides": _four(strides, "strides"),
                   "padding": _padding(padding), "dilations": _four(dilations, "dilations"),
@@ -261,7 +278,13 @@ def conv2d_backprop_input(input_sizes, filters, out_backprop, strides, padding, 
 
 
 def conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding, dilations=None, name=None):  # noqa: A002
-    """The gradient of `conv2d` with respect to its filters (static `filter_sizes`, HWIO)."""
+    """The gradient of `conv2d` with respect to its filters (static `filter_sizes`, HWIO).
+
+    >>> x = jf.reshape(jf.range(9.0), [1, 3, 3, 1])
+    >>> jf.nn.conv2d_backprop_filter(x, [2, 2, 1, 1], jf.ones([1, 2, 2, 1]), 1, 'VALID').numpy()[:, :, 0, 0]
+    array([[ 8., 12.],
+           [20., 24.]], dtype=float32)
+    """
     return apply("Conv2DBackpropFilter", [convert_to_tensor(input), convert_to_tensor(out_backprop)],
                  {"filter_sizes": tuple(int(d) for d in filter_sizes), "strides": _four(strides, "strides"),
                   "padding": _padding(padding), "dilations": _four(dilations, "dilations"),
@@ -285,7 +308,13 @@ def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  
 
 
 def avg_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None):  # noqa: A002
-    """Mean over `ksize` windows (TF's `tf.nn.avg_pool2d`); `SAME` borders average real elements only."""
+    """Mean over `ksize` windows (TF's `tf.nn.avg_pool2d`); `SAME` borders average real elements only.
+
+    >>> x = jf.reshape(jf.range(16.0), [1, 4, 4, 1])
+    >>> jf.nn.avg_pool2d(x, 2, 2, 'VALID').numpy()[0, :, :, 0]
+    array([[ 2.5,  4.5],
+           [10.5, 12.5]], dtype=float32)
+    """
     return _pool("AvgPool", input, ksize, strides, padding, data_format, name)
 
 
@@ -302,22 +331,39 @@ def bias_add(value, bias, data_format=None, name=None):
 
 
 def softplus(features, name=None):
-    """log(1 + exp(x)), computed without overflow."""
+    """log(1 + exp(x)), computed without overflow.
+
+    >>> jf.nn.softplus([0.0, 100.0]).numpy()
+    array([  0.6931472, 100.       ], dtype=float32)
+    """
     return apply("Softplus", [convert_to_tensor(features)], name=name)[0]
 
 
 def elu(features, name=None):
-    """x for x > 0, exp(x) − 1 otherwise."""
+    """x for x > 0, exp(x) − 1 otherwise.
+
+    >>> jf.nn.elu([-1.0, 2.0]).numpy()
+    array([-0.63212055,  2.        ], dtype=float32)
+    """
     return apply("Elu", [convert_to_tensor(features)], name=name)[0]
 
 
 def leaky_relu(features, alpha=0.2, name=None):
-    """x for x > 0, alpha·x otherwise (TF's default alpha is 0.2)."""
+    """x for x > 0, alpha·x otherwise (TF's default alpha is 0.2).
+
+    >>> jf.nn.leaky_relu([-1.0, 2.0]).numpy()
+    array([-0.2,  2. ], dtype=float32)
+    """
     return apply("LeakyRelu", [convert_to_tensor(features)], {"alpha": float(alpha)}, name=name)[0]
 
 
 def moments(x, axes, shift=None, keepdims=False, name=None):
-    """(mean, variance) of `x` over `axes` (TF's `tf.nn.moments`), composed of primitives."""
+    """(mean, variance) of `x` over `axes` (TF's `tf.nn.moments`), composed of primitives.
+
+    >>> mean, variance = jf.nn.moments(jf.constant([1.0, 2.0, 3.0, 4.0]), axes=[0])
+    >>> float(mean), float(variance)
+    (2.5, 1.25)
+    """
     x = convert_to_tensor(x)
     axes = [int(a) for a in axes]
     mean = M.reduce_mean(x, axis=axes, keepdims=True)
@@ -328,7 +374,11 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
 
 
 def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
-    """(x − mean) · scale / √(variance + ε) + offset (TF's `tf.nn.batch_normalization`)."""
+    """(x − mean) · scale / √(variance + ε) + offset (TF's `tf.nn.batch_normalization`).
+
+    >>> jf.nn.batch_normalization(jf.constant([1.0, 3.0]), 2.0, 1.0, None, None, 0.0).numpy()
+    array([-1.,  1.], dtype=float32)
+    """
     inv = M.divide(1.0, M.sqrt(M.add(variance, variance_epsilon)))
     if scale is not None:
         inv = M.multiply(inv, scale)
