@@ -35,8 +35,9 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest -q
 
 test-quick: $(VENV)/.installed-test
-	$(PY) -m pytest -q -m "not slow and not tf" -p no:randomly tests/architecture tests/runtime \
-		--deselect tests/runtime/test_tiers.py --ignore tests/runtime/test_compiler_bench.py -x
+	$(PY) -m pytest -q -x -m "not slow and not tf" -p no:cacheprovider tests/architecture \
+		tests/runtime/test_tensor.py tests/runtime/test_function.py tests/runtime/test_errors.py \
+		tests/runtime/test_autograph.py tests/summary/test_summary_tf_api.py tests/webui/test_webui_model.py
 
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
