@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import os
 import sys
+import time
 from dataclasses import dataclass
 from typing import Optional, TextIO
 

@@ -58,7 +58,7 @@ def test_history_model_checkpoint_and_csv_logger(tmp_path):
                         callbacks=[ckpt, CB.CSVLogger(str(csv_path))])
     assert history is model.history and history.epoch == [0, 1, 2]
     assert set(history.history) == {"loss", "mae", "val_loss", "val_mae"}
-    saved = sorted(p.name for p in tmp_path.glob("w-*.json"))  # jf.train.Checkpoint files
+    saved = sorted(p.name for p in tmp_path.glob("w-*.index"))  # jf.train.Checkpoint files (TF format)
     assert saved and saved[0].startswith("w-01-")
     rows = list(csv.DictReader(open(csv_path)))
     assert [r["epoch"] for r in rows] == ["0", "1", "2"]
