@@ -348,3 +348,46 @@ def test_a_function_holding_an_unsavable_python_object_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"attr 'output_stream' holds a StringIO"):
         jf.saved_model.save(printer, str(tmp_path / "p"))
     assert not os.path.exists(tmp_path / "p")
+
+
+KERAS_FRESH = textwrap.dedent("""
+    import sys, json
+    import numpy as np
+    import jitflow as jf
+    loaded = jf.saved_model.load(sys.argv[1])
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    out = loaded.signatures["serving_default"](inputs=jf.constant(x))
+    print(json.dumps({"keys": sorted(out), "y": next(iter(out.values())).numpy().tolist(),
+                      "weights": len(loaded.trainable_variables)}))
+""")
+
+
+@pytest.mark.parametrize("kind", ["sequential", "subclassed"])
+def test_keras_models_round_trip_in_a_fresh_process(tmp_path, kind):
+    """A Keras-style model saved with a serving signature loads (without its classes) and
+    computes what the live model computes."""
+    if kind == "sequential":
+        model = jf.keras.Sequential([jf.keras.layers.Dense(4, activation="relu", input_shape=(3,)),
+                                     jf.keras.layers.Dense(2)])
+    else:
+        class TwoLayer(jf.keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.hidden = jf.keras.layers.Dense(4, activation="tanh")
+                self.out = jf.keras.layers.Dense(2)
+
+            def call(self, inputs, training=None):
+                return self.out(self.hidden(inputs))
+        model = TwoLayer()
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    expected = model(x).numpy()
+    serve = jf.function(lambda inputs: model(inputs), input_signature=[jf.TensorSpec([None, 3], jf.float32)])
+    export = str(tmp_path / kind)
+    jf.saved_model.save(model, export, signatures={"serving_default": serve})
+    result = subprocess.run([sys.executable, "-c", KERAS_FRESH, export], capture_output=True, text=True,
+                            timeout=240, cwd=str(tmp_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    got = json.loads(result.stdout.strip().splitlines()[-1])
+    assert got["keys"] == ["output_0"]
+    assert got["weights"] == 4  # two Dense layers: kernel and bias each
+    np.testing.assert_allclose(got["y"], expected, rtol=1e-6, atol=1e-6)
