@@ -51,6 +51,24 @@ def default_log_dir(comment: str = "") -> str:
     return os.path.join("runs", stamp + "_" + socket.gethostname() + comment)
 
 
+class _NoDiskFile:
+    """The event file of a `SummaryWriter(write_to_disk=False)`: takes records, keeps none."""
+
+    closed = False
+
+    def add(self, record: bytes) -> None:
+        if self.closed:
+            raise RuntimeError("summary writer is closed; open a new writer to write more")
+
+    add_large = add
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
 def _each(writers: list, method: str) -> None:
     """Call `method` on every writer; raise the first error after all were tried."""
     first = None
@@ -94,7 +112,7 @@ class SummaryWriter:
 
     def __init__(self, log_dir: str | os.PathLike | None = None, comment: str = "",
                  purge_step: int | None = None, max_queue: int = 10, flush_secs: float = 120,
-                 filename_suffix: str = "") -> None:
+                 filename_suffix: str = "", write_to_disk: bool = True) -> None:
         if not log_dir:
             log_dir = default_log_dir(comment)
         elif not isinstance(log_dir, (str, os.PathLike)):
@@ -108,8 +126,12 @@ class SummaryWriter:
         self.log_dir = os.fspath(log_dir)
         self.purge_step = purge_step
         self.max_queue, self.flush_secs, self.filename_suffix = max_queue, flush_secs, filename_suffix
+        # tensorboardX's switch: `write_to_disk=False` validates and encodes every call as usual
+        # but writes nothing (no directory, no event file), e.g. on the non-chief workers.
+        self.write_to_disk = bool(write_to_disk)
         purge = _opt_step(purge_step)
-        self.file_writer = EventFileWriter(self.log_dir, max_queue, flush_secs, filename_suffix)
+        self.file_writer = (EventFileWriter(self.log_dir, max_queue, flush_secs, filename_suffix)
+                            if self.write_to_disk else _NoDiskFile())
         self._add = self.file_writer.add
         self._sub_writers: dict[str, EventFileWriter] = {}  # add_scalars runs
         self._sub_lock = threading.Lock()
@@ -211,8 +233,9 @@ class SummaryWriter:
             with self._sub_lock:  # two threads must not open two files for one run
                 fw = self._sub_writers.get(run_dir)
                 if fw is None:
-                    fw = self._sub_writers[run_dir] = EventFileWriter(
+                    fw = self._sub_writers[run_dir] = (EventFileWriter(
                         run_dir, self.max_queue, self.flush_secs, self.filename_suffix)
+                        if self.write_to_disk else _NoDiskFile())
         return fw
 
     # --- histograms -------------------------------------------------------------------
@@ -421,6 +444,8 @@ class SummaryWriter:
         if step < 0:
             raise ValueError(f"global_step: expected an int >= 0, got {step}")
         self._check_open()
+        if not self.write_to_disk:
+            return
         projector.write_embedding(self.log_dir, mat, metadata, label_img, step, torch_tag(tag), metadata_header)
 
     # --- PR curves, custom scalars, meshes, hparams ------------------------------------------
@@ -517,7 +542,8 @@ class SummaryWriter:
         run = check_run_name(str(_now()) if not run_name else run_name, "run_name")
         step = _opt_step(global_step)
         self._check_open()
-        with SummaryWriter(join(self.log_dir, run), max_queue=self.max_queue, flush_secs=self.flush_secs,
+        with SummaryWriter(join(self.log_dir, run), write_to_disk=self.write_to_disk, max_queue=self.max_queue,
+                           flush_secs=self.flush_secs,
                            filename_suffix=self.filename_suffix) as w:
             w._write(values, None, None)
             for k, v in metrics.items():

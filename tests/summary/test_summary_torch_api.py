@@ -161,3 +161,20 @@ def test_filename_suffix_and_flush(tmp_path):
     assert classic(tmp_path).Tags()["scalars"] == ["x"]
     w.close()
     assert os.path.getsize(path) > 0
+
+
+def test_write_to_disk_false_writes_nothing_but_still_validates(tmp_path):
+    """tensorboardX's `write_to_disk=False`: every call is checked as usual, nothing is written."""
+    from jitflow.summary import SummaryWriter
+    logdir = tmp_path / "off"
+    with SummaryWriter(str(logdir), write_to_disk=False) as w:
+        w.add_scalar("loss", 0.5, 1)
+        w.add_scalars("run", {"a": 1.0, "b": 2.0}, 1)
+        w.add_histogram("h", np.arange(10.0), 1)
+        w.add_hparams({"lr": 0.1}, {"hparam/acc": 0.9})
+        w.add_embedding(np.eye(3), global_step=0)
+        with pytest.raises(ValueError):
+            w.add_scalar("loss", 10 ** 400, 2)
+    assert not logdir.exists()
+    with pytest.raises(RuntimeError):
+        w.add_scalar("loss", 0.5, 3)
