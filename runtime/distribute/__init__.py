@@ -15,11 +15,14 @@ checkpoints), `mirrored` (one process), `cluster` (TF_CONFIG and MPI ranks),
 """
 from jitflow.runtime.distribute.current import (get_replica_context, get_strategy, has_strategy,
                                                 in_cross_replica_context)
+from jitflow.runtime.distribute.cluster import ClusterResolver
 from jitflow.runtime.distribute.input import DistributedDataset, InputContext
+from jitflow.runtime.distribute.logdirs import is_chief, worker_logdir
 from jitflow.runtime.distribute.mirrored import MirroredStrategy
+from jitflow.runtime.distribute.multi_worker import MultiWorkerMirroredStrategy
 from jitflow.runtime.distribute.replica import ReplicaContext
 from jitflow.runtime.distribute.strategy import Strategy
 from jitflow.runtime.distribute.values import PerReplica, ReduceOp
 
-__all__ = ["MirroredStrategy", "Strategy", "ReplicaContext", "ReduceOp", "PerReplica", "DistributedDataset",
+__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "ClusterResolver", "worker_logdir", "is_chief", "Strategy", "ReplicaContext", "ReduceOp", "PerReplica", "DistributedDataset",
            "InputContext", "get_strategy", "has_strategy", "in_cross_replica_context", "get_replica_context"]

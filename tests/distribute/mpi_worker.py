@@ -1,0 +1,84 @@
+"""Run under mpiexec by tests/distribute/test_multi_worker.py: one worker of a training job.
+
+    mpiexec -n 2 python mpi_worker.py train OUT.npz [--traced]
+    mpiexec -n 2 python mpi_worker.py die-after-steps N       (rank 1 kills itself at step N)
+    mpiexec -n 2 python mpi_worker.py raise-on-rank1
+    mpiexec -n 2 python mpi_worker.py twice
+"""
+import os
+import signal
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import jitflow as jf  # noqa: E402
+import _models  # noqa: E402
+
+
+def main(argv):
+    mode = argv[1]
+    strategy = jf.distribute.MultiWorkerMirroredStrategy(collective_timeout=float(os.environ.get("TIMEOUT", "60")))
+    rank = strategy.cluster_resolver.task_id
+    if mode == "train":
+        traced = "--traced" in argv
+        weights, losses, iterations = _models.train(strategy, traced)
+        ckpt_dir = os.environ.get("CKPT_DIR")
+        if ckpt_dir:  # each worker names its own directory: only the chief's may be written
+            with strategy.scope():
+                ckpt = jf.train.Checkpoint(w=jf.Variable(weights[0]))
+            manager = jf.train.CheckpointManager(ckpt, os.path.join(ckpt_dir, f"worker_{rank}"), max_to_keep=1)
+            manager.save()
+            manager.save()
+        if rank == 0:
+            np.savez(argv[2], *weights, losses=np.array(losses), iterations=iterations,
+                     replicas=strategy.num_replicas_in_sync)
+        print(f"worker {rank} done", flush=True)
+    elif mode == "die-after-steps":
+        kill_at = int(argv[2])
+        with strategy.scope():
+            model = _models.MLP()
+            optimizer = jf.optimizers.SGD(0.1)
+        step = 0
+        while True:  # trains forever unless a worker dies
+            for x, y in strategy.experimental_distribute_dataset(_models.batches()):
+                if rank == 1 and step == kill_at:
+                    print("worker 1 killing itself", flush=True)
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+                def step_fn(x, y):
+                    with jf.GradientTape() as tape:
+                        loss = jf.reduce_mean(jf.square(model(x) - y))
+                    grads = tape.gradient(loss, model.trainable_variables)
+                    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                    return loss
+                strategy.run(step_fn, args=(x, y))
+                step += 1
+                if rank == 0 and step % 5 == 0:
+                    print(f"worker 0 step {step}", flush=True)
+    elif mode == "raise-on-rank1":
+        with strategy.scope():
+            v = jf.Variable([1.0, 2.0])
+        if rank == 1:
+            raise ValueError("worker 1 found bad data")
+        ctx_sum = strategy.run(lambda: jf.distribute.get_replica_context().all_reduce("sum", v * 1.0))
+        print("worker 0 all-reduced", ctx_sum, flush=True)
+    elif mode == "twice":
+        try:
+            jf.distribute.MultiWorkerMirroredStrategy()
+        except RuntimeError as e:
+            print(f"worker {rank} second strategy: {e}", flush=True)
+    elif mode == "collectives":
+        with strategy.scope():
+            v = jf.Variable(np.full(3, float(rank + 1), np.float32))   # broadcast from rank 0: all ones
+        out = strategy.run(lambda: jf.distribute.get_replica_context().all_reduce("sum", v * float(rank + 1)))
+        mean = strategy.reduce("mean", jf.constant([float(rank), 10.0]), axis=0)
+        gathered = strategy.run(lambda: jf.distribute.get_replica_context().all_gather(
+            jf.constant([[float(rank)]]), axis=0))
+        print(f"worker {rank} v={v.numpy().tolist()} sum={out.numpy().tolist()} mean={float(mean)} "
+              f"gather={gathered.numpy().ravel().tolist()} logdir={jf.distribute.worker_logdir('logs')}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
