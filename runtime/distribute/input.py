@@ -119,7 +119,7 @@ class DatasetsFromFunction:
             batches = []
             for _ in range(local):
                 try:
-                    batches.append(next(it))
+                    batches.append(map_structure(lambda leaf: _split_leaf(leaf, 1, 0, 1)[0], next(it)))
                 except StopIteration:
                     return
             if local == 1:

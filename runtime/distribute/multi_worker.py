@@ -77,10 +77,18 @@ class MultiWorkerMirroredStrategy(_strategy.Strategy):
             mpi = _cluster.import_mpi()
             comm = mpi.COMM_WORLD
             rank, size = comm.Get_rank(), comm.Get_size()
-            resolver = _cluster.resolve(rank, size) if cluster_resolver is None else cluster_resolver
-            if cluster_resolver is not None and (resolver.task_id != rank or resolver.num_workers != size):
-                raise ValueError(f"cluster_resolver: describes task {resolver.task_id} of {resolver.num_workers}, "
-                                 f"but MPI says this is rank {rank} of {size}")
+            problem = ""
+            try:
+                resolver = _cluster.resolve(rank, size) if cluster_resolver is None else cluster_resolver
+                if cluster_resolver is not None and (resolver.task_id != rank or resolver.num_workers != size):
+                    raise ValueError(f"cluster_resolver: describes task {resolver.task_id} of "
+                                     f"{resolver.num_workers}, but MPI says this is rank {rank} of {size}")
+            except ValueError as e:
+                problem = str(e)
+            # Every worker learns of a bad setup on any worker, so none goes on to wait for it.
+            problems = [(r, p) for r, p in enumerate(comm.allgather(problem)) if p]
+            if problems:
+                raise ValueError("; ".join(f"worker {r}: {p}" for r, p in problems))
             gpus = _devices.list_logical_devices("GPU")
             device = gpus[0].name if gpus else "/device:CPU:0"
             super().__init__([device], collective_timeout=timeout)

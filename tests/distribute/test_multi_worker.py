@@ -1,0 +1,111 @@
+"""MultiWorkerMirroredStrategy under a real `mpiexec -n 2`: same weights as one replica, a killed
+worker makes the other fail fast, a raising worker ends the job, bad setups are refused."""
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import jitflow as jf
+from jitflow.runtime.distribute import cluster
+
+import _models
+
+pytest.importorskip("mpi4py", reason="MultiWorkerMirroredStrategy needs mpi4py: pip install 'jitflow[mpi]'")
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "mpi_worker.py")
+MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec: pip install 'jitflow[mpi]' brings MPICH's")]
+
+
+def mpirun(*args, n=2, timeout=240, env=None):
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    start = time.monotonic()
+    proc = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, WORKER, *args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env)
+    return proc, time.monotonic() - start
+
+
+@pytest.fixture(scope="module")
+def one_replica():
+    return _models.train(jf.distribute.MirroredStrategy(["/cpu:0"]), traced=True)
+
+
+def test_two_workers_train_like_one_replica(one_replica, tmp_path):
+    out = tmp_path / "weights.npz"
+    proc, _ = mpirun("train", str(out), "--traced", env={"CKPT_DIR": str(tmp_path / "ckpt")})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = np.load(out)
+    assert int(got["replicas"]) == 2 and int(got["iterations"]) == _models.STEPS
+    weights, losses, _ = one_replica
+    np.testing.assert_allclose(got["losses"], losses, rtol=1e-5)
+    for i, w in enumerate(weights):
+        np.testing.assert_allclose(got[f"arr_{i}"], w, rtol=1e-5, atol=1e-6)
+    # checkpoints: the chief wrote its two saves (keeping one); worker 1 wrote nothing at all
+    assert sorted(os.listdir(tmp_path / "ckpt" / "worker_0")) == ["checkpoint", "ckpt-2.json", "ckpt-2.npz"]
+    assert not (tmp_path / "ckpt" / "worker_1").exists()
+
+
+def test_collectives_broadcast_and_logdirs():
+    proc, _ = mpirun("collectives")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("worker "))
+    assert lines == [
+        f"worker {r} v=[1.0, 1.0, 1.0] sum=[3.0, 3.0, 3.0] mean=5.25 gather=[0.0, 1.0] "
+        f"logdir={os.path.join('logs', f'worker_{r}')}" for r in (0, 1)]
+
+
+def test_killed_worker_makes_the_other_fail_fast():
+    proc, elapsed = mpirun("die-after-steps", "6", timeout=120, env={"TIMEOUT": "100"})
+    assert "worker 1 killing itself" in proc.stdout
+    assert proc.returncode != 0
+    assert "UnavailableError: worker 0: all-reduce" in proc.stderr
+    assert "worker 1 (pid" in proc.stderr and "exited during training" in proc.stderr
+    assert elapsed < 60, f"the surviving worker took {elapsed:.0f} s to stop"   # detected by the watchdog, not TIMEOUT
+
+
+def test_worker_that_raises_ends_the_job():
+    proc, elapsed = mpirun("raise-on-rank1", timeout=120)
+    assert proc.returncode != 0
+    assert "ValueError: worker 1 found bad data" in proc.stderr
+    assert "aborting the job (MPI_Abort)" in proc.stderr
+    assert "worker 0 all-reduced" not in proc.stdout
+
+
+def test_strategy_created_twice():
+    proc, _ = mpirun("twice")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("second strategy: MultiWorkerMirroredStrategy was already created") == 2
+
+
+def test_tf_config_must_match_the_mpi_world():
+    config = '{"cluster": {"worker": ["a:1", "b:1", "c:1"]}, "task": {"type": "worker", "index": 0}}'
+    proc, _ = mpirun("twice", env={"TF_CONFIG": config})
+    assert proc.returncode != 0
+    assert "TF_CONFIG describes 3 tasks (chief + workers) but MPI started 2 processes" in proc.stderr
+
+
+def test_tf_config_task_of_another_rank_stops_every_worker():
+    # the same TF_CONFIG on both ranks: rank 1 is not task worker:0; rank 0 must not wait for it
+    config = '{"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}}'
+    proc, _ = mpirun("twice", env={"TF_CONFIG": config}, timeout=120)
+    assert proc.returncode != 0
+    assert proc.stderr.count("worker 1: TF_CONFIG: task worker:0 is MPI rank 0, but this process is MPI rank 1") == 2
+
+
+def test_tf_config_mapping():
+    two = '{"cluster": {"chief": ["a:1"], "worker": ["b:1"]}, "task": {"type": "worker", "index": 0}}'
+    resolver = cluster.resolve(1, 2, {"TF_CONFIG": two})
+    assert (resolver.task_type, resolver.task_id, resolver.num_workers) == ("worker", 1, 2)
+    assert resolver.cluster_spec() == {"chief": ["a:1"], "worker": ["b:1"]}
+    with pytest.raises(ValueError, match="task worker:0 is MPI rank 1, but this process is MPI rank 0"):
+        cluster.resolve(0, 2, {"TF_CONFIG": two})
+    with pytest.raises(ValueError, match=r"cluster jobs \['ps'\] are not supported"):
+        cluster.resolve(0, 2, {"TF_CONFIG": '{"cluster": {"worker": ["a:1"], "ps": ["b:1"]}}'})
+    with pytest.raises(ValueError, match="TF_CONFIG: not valid JSON"):
+        cluster.resolve(0, 1, {"TF_CONFIG": "{worker"})
+    assert cluster.resolve(0, 3, {}).cluster_spec() == {"worker": ["mpi-rank-0", "mpi-rank-1", "mpi-rank-2"]}
