@@ -171,7 +171,7 @@ def report(results: Dict[str, Any]) -> None:
     for name, t in secs.items():
         print(f"{name:<14}{t * 1e3:>12.2f}{gb / t:>10.2f}{(gb / secs['jitflow']) / (gb / t):>14.2f}x")
     sc = results["scaling"]
-    print(f"\nstep time at a global batch of the same size (784-512-512-10 MLP, jf.function):")
+    print("\nstep time at a global batch of the same size (784-512-512-10 MLP, jf.function):")
     for kind in ("multi_worker", "mirrored"):
         one, two = sc[f"{kind}_1"]["step_s"], sc[f"{kind}_2"]["step_s"]
         print(f"  {kind:<13} 1 replica {one * 1e3:8.2f} ms   2 replicas {two * 1e3:8.2f} ms   "

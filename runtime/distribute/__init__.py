@@ -24,5 +24,6 @@ from jitflow.runtime.distribute.replica import ReplicaContext
 from jitflow.runtime.distribute.strategy import Strategy
 from jitflow.runtime.distribute.values import PerReplica, ReduceOp
 
-__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "ClusterResolver", "worker_logdir", "is_chief", "Strategy", "ReplicaContext", "ReduceOp", "PerReplica", "DistributedDataset",
-           "InputContext", "get_strategy", "has_strategy", "in_cross_replica_context", "get_replica_context"]
+__all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "ClusterResolver", "worker_logdir", "is_chief",
+           "Strategy", "ReplicaContext", "ReduceOp", "PerReplica", "DistributedDataset", "InputContext",
+           "get_strategy", "has_strategy", "in_cross_replica_context", "get_replica_context"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 
 def import_mpi() -> Any:
@@ -27,7 +27,7 @@ def import_mpi() -> Any:
 class ClusterResolver:
     """This worker's place in the job (TF's `tf.distribute.cluster_resolver.ClusterResolver` subset).
 
-    >>> ClusterResolver(rank=1, size=2).task_type, ClusterResolver(rank=0, size=2).task_type
+    >>> jf.distribute.ClusterResolver(rank=1, size=2).task_type, jf.distribute.ClusterResolver(rank=0, size=2).task_type
     ('worker', 'chief')
     """
 
@@ -72,10 +72,10 @@ def parse_tf_config(text: str) -> Dict[str, Any]:
     return config
 
 
-def resolve(rank: int, size: int, environ: Optional[Dict[str, str]] = None) -> ClusterResolver:
+def resolve(rank: int, size: int, environ: Optional[Mapping[str, str]] = None) -> ClusterResolver:
     """Check a TF_CONFIG (if any) against the MPI world and describe this worker."""
-    environ = os.environ if environ is None else environ
-    text = environ.get("TF_CONFIG", "").strip()
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    text = env.get("TF_CONFIG", "").strip()
     if not text:
         return ClusterResolver(rank, size)
     config = parse_tf_config(text)

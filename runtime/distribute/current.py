@@ -38,7 +38,7 @@ _DEFAULT = _DefaultStrategy()
 def get_strategy() -> _strategy.Strategy:
     """The current strategy (TF's `tf.distribute.get_strategy`).
 
-    >>> get_strategy()                         # outside any scope: the default strategy
+    >>> jf.distribute.get_strategy()                      # outside any scope: the default strategy
     <jf.distribute default strategy>
     """
     ctx = _replica.current_replica()
@@ -54,7 +54,7 @@ def get_strategy() -> _strategy.Strategy:
 def has_strategy() -> bool:
     """True inside a strategy's `scope()` or `run` (TF's `tf.distribute.has_strategy`).
 
-    >>> has_strategy()
+    >>> jf.distribute.has_strategy()
     False
     """
     return get_strategy() is not _DEFAULT
@@ -69,7 +69,7 @@ def get_replica_context() -> Optional[_replica.ReplicaContext]:
     """The `ReplicaContext` inside `strategy.run`; None in cross-replica context; outside any
     strategy, the default strategy's single replica (TF's rule).
 
-    >>> get_replica_context().num_replicas_in_sync
+    >>> jf.distribute.get_replica_context().num_replicas_in_sync
     1
     """
     ctx = _replica.current_replica()

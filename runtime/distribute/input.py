@@ -54,7 +54,7 @@ def split_batch(strategy: Any, batch: Any) -> Any:
 class DistributedDataset:
     """Iterating it yields each global batch split for the replicas (TF's `DistributedDataset`).
 
-    >>> strategy = MirroredStrategy(["/cpu:0"])
+    >>> strategy = jf.distribute.MirroredStrategy(["/cpu:0"])
     >>> batches = [(np.ones((4, 2), np.float32), np.zeros(4, np.float32))]
     >>> for x, y in strategy.experimental_distribute_dataset(batches):
     ...     print(x.shape)
@@ -79,7 +79,8 @@ class DistributedDataset:
 class InputContext:
     """What `dataset_fn` of `distribute_datasets_from_function` is told (TF's `tf.distribute.InputContext`).
 
-    >>> InputContext(num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=4).get_per_replica_batch_size(64)
+    >>> ctx = jf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1, num_replicas_in_sync=4)
+    >>> ctx.get_per_replica_batch_size(64)
     16
     """
 

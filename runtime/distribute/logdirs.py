@@ -17,9 +17,9 @@ from jitflow.runtime.distribute.current import get_strategy
 def worker_logdir(logdir: Any, rank: Optional[int] = None) -> str:
     """`<logdir>/worker_<rank>` for this worker (rank from the current strategy when not given).
 
-    >>> worker_logdir("logs/run1", rank=1)
+    >>> jf.distribute.worker_logdir("logs/run1", rank=1)
     'logs/run1/worker_1'
-    >>> worker_logdir("s3://bucket/run1", rank=0)
+    >>> jf.distribute.worker_logdir("s3://bucket/run1", rank=0)
     's3://bucket/run1/worker_0'
     """
     path = os.fspath(logdir)

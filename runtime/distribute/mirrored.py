@@ -45,9 +45,9 @@ class MirroredStrategy(Strategy):
 
     `devices=None` takes every logical GPU, or every logical CPU when there is no GPU.
 
-    >>> strategy = MirroredStrategy(["/cpu:0"])
+    >>> strategy = jf.distribute.MirroredStrategy(["/cpu:0"])
     >>> with strategy.scope():
-    ...     w = Variable([1.0, 2.0])
+    ...     w = jf.Variable([1.0, 2.0])
     >>> strategy.num_replicas_in_sync
     1
     """

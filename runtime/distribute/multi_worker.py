@@ -54,9 +54,11 @@ def _timeout_from(value: Optional[float]) -> Optional[float]:
 class MultiWorkerMirroredStrategy(_strategy.Strategy):
     """One replica per MPI process, gradients all-reduced with MPI (TF's `MultiWorkerMirroredStrategy`).
 
-    >>> strategy = MultiWorkerMirroredStrategy()        # doctest: +SKIP  (under mpiexec -n 2)
-    >>> strategy.num_replicas_in_sync, strategy.cluster_resolver.task_id
+    >>> strategy = jf.distribute.MultiWorkerMirroredStrategy()   # doctest: +SKIP
+    >>> strategy.num_replicas_in_sync, strategy.cluster_resolver.task_id   # doctest: +SKIP
     (2, 0)
+
+    (run under `mpiexec -n 2`: the same program in two processes.)
 
     Create it once per process, at the start of the program (as in TF); `collective_timeout`
     (seconds, default `JITFLOW_COLLECTIVE_TIMEOUT` or 600) bounds every collective, and

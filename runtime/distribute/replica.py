@@ -127,11 +127,12 @@ class _Group:
 class ReplicaContext:
     """The replica a piece of code runs as, inside `strategy.run` (TF's `tf.distribute.ReplicaContext`).
 
-    >>> strategy = MirroredStrategy(["/cpu:0"])                   # doctest: +SKIP
+    >>> strategy = jf.distribute.MirroredStrategy(["/cpu:0"])
     >>> def step():
-    ...     ctx = get_replica_context()
+    ...     ctx = jf.distribute.get_replica_context()
     ...     return ctx.all_reduce("sum", 1.0)                     # 1.0 times num_replicas_in_sync
-    >>> strategy.run(step)                                        # doctest: +SKIP
+    >>> float(strategy.run(step))
+    1.0
     """
 
     def __init__(self, strategy: "Strategy", local_id: int, group: Optional[_Group]) -> None:

@@ -22,7 +22,7 @@ MAX_REPLICAS = 256
 class ReduceOp(enum.Enum):
     """How values from the replicas are combined (TF's `tf.distribute.ReduceOp`).
 
-    >>> ReduceOp.SUM, ReduceOp.from_any("mean")
+    >>> jf.distribute.ReduceOp.SUM, jf.distribute.ReduceOp.from_any("mean")
     (<ReduceOp.SUM: 'SUM'>, <ReduceOp.MEAN: 'MEAN'>)
     """
 
@@ -42,7 +42,7 @@ class ReduceOp(enum.Enum):
 class PerReplica(tuple):
     """One value per local replica, as `strategy.run` returns them (TF's `PerReplica`).
 
-    >>> PerReplica(1, 2).values
+    >>> jf.distribute.PerReplica(1, 2).values
     (1, 2)
     """
 

@@ -197,3 +197,16 @@ def test_worker_logdir_and_chief():
     assert jf.distribute.is_chief()
     with pytest.raises(ValueError, match="rank: expected a worker index"):
         jf.distribute.worker_logdir("logs", rank=-1)
+
+
+def test_docstring_examples_run():
+    import doctest
+    import importlib
+
+    names = ["jitflow.distribute"] + [f"jitflow.runtime.distribute.{m}" for m in (
+        "values", "replica", "input", "strategy", "current", "mirrored", "cluster", "logdirs", "multi_worker")]
+    for name in names:
+        module = importlib.import_module(name)
+        failed, attempted = doctest.testmod(module, extraglobs={"jf": jf, "np": np}, verbose=False,
+                                            optionflags=doctest.ELLIPSIS)
+        assert failed == 0, f"{name}: {failed} of {attempted} examples failed"
