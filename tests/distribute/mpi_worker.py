@@ -64,6 +64,30 @@ def main(argv):
             raise ValueError("worker 1 found bad data")
         ctx_sum = strategy.run(lambda: jf.distribute.get_replica_context().all_reduce("sum", v * 1.0))
         print("worker 0 all-reduced", ctx_sum, flush=True)
+    elif mode == "summaries":  # each worker logs its loss to <logdir>/worker_<rank>; the chief also to <logdir>
+        logdir = argv[2]
+        with strategy.scope():
+            model = _models.MLP()
+            optimizer = jf.optimizers.SGD(0.1, momentum=0.9)   # as _models.train
+        writers = [jf.summary.create_file_writer(jf.distribute.worker_logdir(logdir))]
+        if jf.distribute.is_chief():
+            writers.append(jf.summary.create_file_writer(logdir))
+        for step, (x, y) in enumerate(strategy.experimental_distribute_dataset(_models.batches())):
+            def step_fn(x, y):
+                with jf.GradientTape() as tape:
+                    loss = jf.reduce_sum(jf.square(model(x) - y)) / float(_models.GLOBAL_BATCH)
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+            local = strategy.run(step_fn, args=(x, y))
+            total = strategy.reduce("sum", local, axis=None)
+            with writers[0].as_default():
+                jf.summary.scalar("local_loss", local, step=step)
+            if len(writers) > 1:
+                with writers[1].as_default():
+                    jf.summary.scalar("loss", total, step=step)
+        for w in writers:
+            w.close()
     elif mode == "twice":
         try:
             jf.distribute.MultiWorkerMirroredStrategy()

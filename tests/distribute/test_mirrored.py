@@ -210,3 +210,40 @@ def test_docstring_examples_run():
         failed, attempted = doctest.testmod(module, extraglobs={"jf": jf, "np": np}, verbose=False,
                                             optionflags=doctest.ELLIPSIS)
         assert failed == 0, f"{name}: {failed} of {attempted} examples failed"
+
+
+def test_failures_while_tracing_release_every_replica(two_cpus):
+    strategy = jf.distribute.MirroredStrategy(two_cpus)
+    before = threading.active_count()
+
+    def raising():
+        ctx = jf.distribute.get_replica_context()
+        if ctx.replica_id_in_sync_group == 1:
+            raise KeyError("replica 1 failed while tracing")
+        return ctx.all_reduce("sum", jf.constant(1.0))
+
+    with pytest.raises(KeyError, match="replica 1 failed while tracing"):
+        jf.function(lambda: strategy.run(raising))()
+    assert threading.active_count() == before
+
+    # the strategy (and a fresh trace) still works afterwards: nobody holds the build lock
+    @jf.function
+    def ok():
+        return strategy.run(lambda: jf.distribute.get_replica_context().all_reduce("sum", jf.constant(2.0)))
+    assert [float(v) for v in ok()] == [4.0, 4.0]
+
+
+def test_name_scopes_stay_per_replica_while_tracing(two_cpus):
+    strategy = jf.distribute.MirroredStrategy(two_cpus)
+
+    def fn():
+        ctx = jf.distribute.get_replica_context()
+        with jf.name_scope(f"replica_{ctx.replica_id_in_sync_group}"):
+            x = jf.constant(1.0) * 2.0
+            total = ctx.all_reduce("sum", x)      # the other replica builds nodes meanwhile
+            return jf.identity(total, name="after")
+
+    concrete = jf.function(lambda: strategy.run(fn)).get_concrete_function()
+    names = [node.name for node in concrete.graph.nodes] if hasattr(concrete.graph, "nodes") else []
+    after = [n for n in names if n.endswith("after")]
+    assert sorted(after) == ["replica_0/after", "replica_1/after"], names

@@ -59,6 +59,28 @@ def test_collectives_broadcast_and_logdirs():
         f"logdir={os.path.join('logs', f'worker_{r}')}" for r in (0, 1)]
 
 
+def test_each_worker_logs_to_its_own_run(tmp_path, one_replica):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from tensorboard.util import tensor_util
+
+    proc, _ = mpirun("summaries", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["worker_0", "worker_1"]
+
+    def scalars(path, tag):
+        acc = EventAccumulator(str(path), size_guidance={"scalars": 0, "tensors": 0})
+        acc.Reload()
+        if tag in acc.Tags()["scalars"]:
+            return [(e.step, e.value) for e in acc.Scalars(tag)]
+        return [(e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in acc.Tensors(tag)]
+    local = [scalars(tmp_path / f"worker_{r}", "local_loss") for r in (0, 1)]
+    job = scalars(tmp_path, "loss")
+    assert [s for s, _ in job] == list(range(_models.STEPS))
+    # the job's loss is the sum of the workers' local losses, and equals the one-replica loss
+    np.testing.assert_allclose([v for _, v in job], [a + b for (_, a), (_, b) in zip(*local)], rtol=1e-5)
+    np.testing.assert_allclose([v for _, v in job], one_replica[1], rtol=1e-5)
+
+
 def test_killed_worker_makes_the_other_fail_fast():
     proc, elapsed = mpirun("die-after-steps", "6", timeout=120, env={"TIMEOUT": "100"})
     assert "worker 1 killing itself" in proc.stdout
