@@ -12,9 +12,9 @@ See docs/distribute.md for multi-worker jobs (`mpiexec`, `mpirun -H`, Slurm `sru
 """
 from jitflow.runtime.distribute import (ClusterResolver, DistributedDataset, InputContext, MirroredStrategy,
                                         MultiWorkerMirroredStrategy, PerReplica, ReduceOp, ReplicaContext, Strategy,
-                                        get_replica_context, get_strategy, has_strategy, in_cross_replica_context,
-                                        is_chief, worker_logdir)
+                                        ValueContext, get_replica_context, get_strategy, has_strategy,
+                                        in_cross_replica_context, is_chief, worker_logdir)
 
 __all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "Strategy", "ReplicaContext", "ReduceOp", "PerReplica",
-           "DistributedDataset", "InputContext", "ClusterResolver", "get_strategy", "has_strategy",
+           "DistributedDataset", "InputContext", "ValueContext", "ClusterResolver", "get_strategy", "has_strategy",
            "in_cross_replica_context", "get_replica_context", "worker_logdir", "is_chief"]

@@ -21,9 +21,9 @@ from jitflow.runtime.distribute.logdirs import is_chief, worker_logdir
 from jitflow.runtime.distribute.mirrored import MirroredStrategy
 from jitflow.runtime.distribute.multi_worker import MultiWorkerMirroredStrategy
 from jitflow.runtime.distribute.replica import ReplicaContext
-from jitflow.runtime.distribute.strategy import Strategy
+from jitflow.runtime.distribute.strategy import Strategy, ValueContext
 from jitflow.runtime.distribute.values import PerReplica, ReduceOp
 
 __all__ = ["MirroredStrategy", "MultiWorkerMirroredStrategy", "ClusterResolver", "worker_logdir", "is_chief",
-           "Strategy", "ReplicaContext", "ReduceOp", "PerReplica", "DistributedDataset", "InputContext",
+           "Strategy", "ReplicaContext", "ReduceOp", "PerReplica", "DistributedDataset", "InputContext", "ValueContext",
            "get_strategy", "has_strategy", "in_cross_replica_context", "get_replica_context"]

@@ -251,6 +251,39 @@ class Strategy:
     def _cross_worker_gather(self, tensor: Tensor, axis: int) -> Tensor:
         return tensor
 
+    def gather(self, value: Any, axis: int) -> Tensor:
+        """Concatenate a per-replica value along `axis`, in global replica order (cross-replica context).
+
+        >>> strategy = jf.distribute.MirroredStrategy(["/cpu:0"])
+        >>> strategy.gather(jf.constant([[1.0, 2.0]]), axis=0).numpy().tolist()
+        [[1.0, 2.0]]
+        """
+        if _replica.current_replica() is not None:
+            raise RuntimeError("strategy.gather is for cross-replica code; inside strategy.run use "
+                               "get_replica_context().all_gather")
+        parts = list(value) if isinstance(value, PerReplica) else [value] * len(self._devices)
+        if len(parts) != len(self._devices):
+            raise ValueError(f"value: expected a PerReplica of {len(self._devices)} values; got {len(parts)}")
+        return self._gather_lists([[p] for p in parts], axis)[0]
+
+    def experimental_distribute_values_from_function(self, value_fn: Callable[[Any], Any]) -> Any:
+        """`value_fn(ValueContext)` once per local replica → a PerReplica of the results (TF's API).
+
+        >>> strategy = jf.distribute.MirroredStrategy(["/cpu:0"])
+        >>> strategy.experimental_distribute_values_from_function(lambda ctx: ctx.replica_id_in_sync_group)
+        0
+        """
+        if not callable(value_fn):
+            raise TypeError(f"value_fn: expected a callable taking a ValueContext; got {type(value_fn).__name__}")
+        values = [value_fn(ValueContext(self._first_replica_id + i, self.num_replicas_in_sync))
+                  for i in range(len(self._devices))]
+        return values[0] if len(values) == 1 else PerReplica(*values)
+
+    @property
+    def cluster_resolver(self) -> Any:
+        """None for one process (TF's value); the workers' description for multi-worker strategies."""
+        return None
+
     def experimental_local_results(self, value: Any) -> tuple:
         """The values of the local replicas, as a tuple."""
         if isinstance(value, PerReplica):
@@ -273,3 +306,15 @@ class Strategy:
 
     def __repr__(self) -> str:
         return f"<jf.distribute.{type(self).__name__} devices={list(self._devices)}>"
+
+
+class ValueContext:
+    """What `experimental_distribute_values_from_function` tells `value_fn` (TF's `ValueContext`)."""
+
+    def __init__(self, replica_id_in_sync_group: int = 0, num_replicas_in_sync: int = 1) -> None:
+        self.replica_id_in_sync_group = replica_id_in_sync_group
+        self.num_replicas_in_sync = num_replicas_in_sync
+
+    def __repr__(self) -> str:
+        return (f"ValueContext(replica_id_in_sync_group={self.replica_id_in_sync_group}, "
+                f"num_replicas_in_sync={self.num_replicas_in_sync})")

@@ -247,3 +247,16 @@ def test_name_scopes_stay_per_replica_while_tracing(two_cpus):
     names = [node.name for node in concrete.graph.nodes] if hasattr(concrete.graph, "nodes") else []
     after = [n for n in names if n.endswith("after")]
     assert sorted(after) == ["replica_0/after", "replica_1/after"], names
+
+
+def test_gather_and_values_from_function(two_cpus):
+    strategy = jf.distribute.MirroredStrategy(two_cpus)
+    values = strategy.experimental_distribute_values_from_function(
+        lambda ctx: jf.fill([1, 2], float(ctx.replica_id_in_sync_group)))
+    assert isinstance(values, jf.distribute.PerReplica) and len(values) == 2
+    assert strategy.gather(values, axis=0).numpy().tolist() == [[0.0, 0.0], [1.0, 1.0]]
+    doubled = strategy.run(lambda v: v * 2.0, args=(values,))
+    assert strategy.gather(doubled, axis=1).numpy().tolist() == [[0.0, 0.0, 2.0, 2.0]]
+    assert strategy.cluster_resolver is None
+    with pytest.raises(ValueError, match="expected a PerReplica of 2 values; got 3"):
+        strategy.gather(jf.distribute.PerReplica(1.0, 2.0, 3.0), axis=0)
