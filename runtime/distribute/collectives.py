@@ -30,7 +30,7 @@ from jitflow.runtime.core.errors import DeadlineExceededError, UnavailableError
 from jitflow.runtime.core.tensor import host_array
 from jitflow.runtime.ops.registry import not_differentiable, register
 
-DEFAULT_BUCKET_BYTES = 32 << 20
+DEFAULT_BUCKET_BYTES = 8 << 20
 _POLL_S = 0.02
 
 
@@ -90,29 +90,42 @@ class Communicator:
 
     def run(self, what: str, fn: Callable[[], Any]) -> Any:
         """Run the MPI call `fn` on the collective thread; wait for it while watching the peers."""
+        self._check_usable(what)
+        self.calls += 1
+        return self._await(what, [self._submit(fn)])[0]
+
+    def _check_usable(self, what: str) -> None:
         if self.broken is not None:
             raise UnavailableError(f"worker {self.rank}: {what}: the job is broken since an earlier collective "
                                    f"failed ({self.broken})")
-        self.calls += 1
+
+    def _submit(self, fn: Callable[[], Any]) -> Tuple[Dict[str, Any], threading.Event]:
         box: Dict[str, Any] = {}
         done = threading.Event()
         self._jobs.put((fn, box, done))
+        return box, done
+
+    def _await(self, what: str, jobs: List[Tuple[Dict[str, Any], threading.Event]]) -> List[Any]:
+        """Wait for `jobs` (in order) while watching the peers and the deadline."""
         start = time.monotonic()
-        while not done.wait(_POLL_S):
-            dead = self._dead_peers()
-            if dead:
-                who = ", ".join(f"worker {r} (pid {self.peers[r][1]} on {self.peers[r][0]})" for r in dead)
-                self._break(UnavailableError(
-                    f"worker {self.rank}: {what} (collective #{self.calls}) cannot complete: {who} exited "
-                    "during training. The job stops here; restart it (from the last checkpoint) with all workers"))
-            elif self.timeout is not None and time.monotonic() - start > self.timeout:
-                self._break(DeadlineExceededError(
-                    f"worker {self.rank}: {what} (collective #{self.calls}) did not complete within "
-                    f"{self.timeout:g} s: a worker died, hangs, or makes different collective calls "
-                    "(set collective_timeout= or JITFLOW_COLLECTIVE_TIMEOUT to wait longer)"))
-        if "error" in box:
-            raise box["error"]
-        return box.get("value")
+        for _box, done in jobs:
+            while not done.wait(_POLL_S):
+                dead = self._dead_peers()
+                if dead:
+                    who = ", ".join(f"worker {r} (pid {self.peers[r][1]} on {self.peers[r][0]})" for r in dead)
+                    self._break(UnavailableError(
+                        f"worker {self.rank}: {what} (collective #{self.calls}) cannot complete: {who} exited "
+                        "during training. The job stops here; restart it (from the last checkpoint) with all "
+                        "workers"))
+                elif self.timeout is not None and time.monotonic() - start > self.timeout:
+                    self._break(DeadlineExceededError(
+                        f"worker {self.rank}: {what} (collective #{self.calls}) did not complete within "
+                        f"{self.timeout:g} s: a worker died, hangs, or makes different collective calls "
+                        "(set collective_timeout= or JITFLOW_COLLECTIVE_TIMEOUT to wait longer)"))
+        for box, _done in jobs:
+            if "error" in box:
+                raise box["error"]
+        return [box.get("value") for box, _done in jobs]
 
     def _break(self, error: BaseException) -> None:
         self.broken = error
@@ -121,27 +134,40 @@ class Communicator:
 
     # -- the collectives -----------------------------------------------------------------------
     def allreduce(self, arrays: List[np.ndarray], what: str = "all-reduce") -> List[np.ndarray]:
-        """Elementwise sums over the workers, packed into per-dtype buckets of contiguous memory."""
+        """Elementwise sums over the workers, packed into per-dtype buckets of contiguous memory.
+
+        The buckets are pipelined: while the collective thread reduces one, this thread packs
+        the next. A bucket of one array is reduced from that array into a new one (no packing).
+        """
+        self._check_usable(what)
+        self.calls += 1
         arrays = [np.asarray(a, order="C") for a in arrays]  # (ascontiguousarray makes 0-d arrays 1-d)
         out: List[Optional[np.ndarray]] = [None] * len(arrays)
-        buckets = self._buckets(arrays)
-
-        def reduce_all() -> None:
-            for dtype, members in buckets:
-                total = sum(arrays[i].size for i in members)
-                buffer = np.empty(total, dtype=dtype)
+        jobs = []
+        results = []
+        for dtype, members in self._buckets(arrays):
+            if len(members) == 1:
+                source = arrays[members[0]]
+                result = np.empty(source.size, dtype=dtype)
+                jobs.append(self._submit(lambda s=source.reshape(-1), r=result:
+                                         self.comm.Allreduce(s, r, op=self.mpi.SUM)))
+            else:
+                result = np.empty(sum(arrays[i].size for i in members), dtype=dtype)
                 offset = 0
                 for i in members:
                     n = arrays[i].size
-                    buffer[offset:offset + n] = arrays[i].reshape(-1)
+                    result[offset:offset + n] = arrays[i].reshape(-1)
                     offset += n
-                self.comm.Allreduce(self.mpi.IN_PLACE, buffer, op=self.mpi.SUM)
-                offset = 0
-                for i in members:
-                    n = arrays[i].size
-                    out[i] = buffer[offset:offset + n].reshape(arrays[i].shape)
-                    offset += n
-        self.run(what, reduce_all)
+                jobs.append(self._submit(lambda r=result: self.comm.Allreduce(self.mpi.IN_PLACE, r,
+                                                                              op=self.mpi.SUM)))
+            results.append((members, result))
+        self._await(what, jobs)
+        for members, result in results:
+            offset = 0
+            for i in members:
+                n = arrays[i].size
+                out[i] = result[offset:offset + n].reshape(arrays[i].shape)
+                offset += n
         return out  # type: ignore[return-value]
 
     def _buckets(self, arrays: List[np.ndarray]) -> List[Tuple[np.dtype, List[int]]]:

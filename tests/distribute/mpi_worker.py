@@ -19,7 +19,8 @@ import _models  # noqa: E402
 
 def main(argv):
     mode = argv[1]
-    strategy = jf.distribute.MultiWorkerMirroredStrategy(collective_timeout=float(os.environ.get("TIMEOUT", "60")))
+    strategy = jf.distribute.MultiWorkerMirroredStrategy(collective_timeout=float(os.environ.get("TIMEOUT", "60")),
+                                                         bucket_bytes=int(os.environ.get("BUCKET_BYTES", 8 << 20)))
     rank = strategy.cluster_resolver.task_id
     if mode == "train":
         traced = "--traced" in argv
@@ -100,6 +101,17 @@ def main(argv):
         mean = strategy.reduce("mean", jf.constant([float(rank), 10.0]), axis=0)
         gathered = strategy.run(lambda: jf.distribute.get_replica_context().all_gather(
             jf.constant([[float(rank)]]), axis=0))
+        # fused buckets: mixed dtypes, 0-d arrays, arrays larger than a bucket, several per bucket
+        def floats(r):
+            rng = np.random.default_rng(r)
+            return [rng.normal(size=n).astype(np.float32) for n in (1, 7, 40, 3)]
+        arrays = floats(rank) + [np.arange(5, dtype=np.int64) * (rank + 1), np.float64(rank + 0.5),
+                                 np.ones((2, 3), np.float32)]
+        summed = strategy.communicator.allreduce(arrays)
+        ok = all(np.allclose(summed[i], a + b) for i, (a, b) in enumerate(zip(floats(0), floats(1))))
+        ok = ok and summed[4].tolist() == [0, 3, 6, 9, 12] and summed[5].shape == () and float(summed[5]) == 2.0
+        ok = ok and summed[6].shape == (2, 3) and np.all(summed[6] == 2.0) and summed[4].dtype == np.int64
+        print(f"worker {rank} buckets {'ok' if ok else 'WRONG'}", flush=True)
         print(f"worker {rank} v={v.numpy().tolist()} sum={out.numpy().tolist()} mean={float(mean)} "
               f"gather={gathered.numpy().ravel().tolist()} logdir={jf.distribute.worker_logdir('logs')}", flush=True)
 

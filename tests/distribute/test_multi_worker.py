@@ -51,9 +51,11 @@ def test_two_workers_train_like_one_replica(one_replica, tmp_path):
 
 
 def test_collectives_broadcast_and_logdirs():
-    proc, _ = mpirun("collectives")
+    proc, _ = mpirun("collectives", env={"BUCKET_BYTES": "64"})   # 64-byte buckets: many, split by dtype
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("worker "))
+    assert sorted(line for line in proc.stdout.splitlines() if "buckets" in line) == [
+        "worker 0 buckets ok", "worker 1 buckets ok"]
+    lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("worker ") and "buckets" not in line)
     assert lines == [
         f"worker {r} v=[1.0, 1.0, 1.0] sum=[3.0, 3.0, 3.0] mean=5.25 gather=[0.0, 1.0] "
         f"logdir={os.path.join('logs', f'worker_{r}')}" for r in (0, 1)]
