@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import queue
+import signal
 import socket
 import sys
 import threading
@@ -70,6 +71,31 @@ class Communicator:
         self._jobs: "queue.Queue[Optional[Tuple[Callable[[], Any], Dict[str, Any], threading.Event]]]" = queue.Queue()
         self._thread = threading.Thread(target=self._serve, name="jitflow-mpi-collectives", daemon=True)
         self._thread.start()
+        self._listen_for_launcher()
+
+    def _listen_for_launcher(self) -> None:
+        """MPICH's mpiexec tells the surviving processes of a job that one failed with SIGUSR1
+        (whose default action kills them silently): turn it into the same clear error."""
+        if "MPICH" not in self.mpi.Get_library_version() or threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGUSR1) not in (signal.SIG_DFL, None):
+            return  # the program handles it itself
+
+        def on_peer_failure(signum: int, frame: Any) -> None:
+            if self.broken is not None:
+                return
+            dead = self._dead_peers()
+            for _ in range(25):  # the launcher may signal before the dead process is gone: name it if local
+                if dead:
+                    break
+                time.sleep(0.02)
+                dead = self._dead_peers()
+            who = (", ".join(f"worker {r} (pid {self.peers[r][1]} on {self.peers[r][0]})" for r in dead)
+                   if dead else "another worker")
+            self._break(UnavailableError(
+                f"worker {self.rank}: the MPI launcher reports that {who} of the job failed. The job stops here; "
+                "restart it (from the last checkpoint) with all workers"))
+        signal.signal(signal.SIGUSR1, on_peer_failure)
 
     # -- the collective thread and the watchdog -------------------------------------------------
     def _serve(self) -> None:

@@ -1,7 +1,7 @@
 """Run under mpiexec by tests/distribute/test_multi_worker.py: one worker of a training job.
 
     mpiexec -n 2 python mpi_worker.py train OUT.npz [--traced]
-    mpiexec -n 2 python mpi_worker.py die-after-steps N       (rank 1 kills itself at step N)
+    mpiexec -n 2 python mpi_worker.py die-after-steps N [kill|exit]   (rank 1 dies at step N)
     mpiexec -n 2 python mpi_worker.py raise-on-rank1
     mpiexec -n 2 python mpi_worker.py twice
 """
@@ -38,13 +38,26 @@ def main(argv):
         print(f"worker {rank} done", flush=True)
     elif mode == "die-after-steps":
         kill_at = int(argv[2])
+        how = argv[3] if len(argv) > 3 else "kill"
         with strategy.scope():
             model = _models.MLP()
             optimizer = jf.optimizers.SGD(0.1)
         step = 0
+        report = os.environ.get("REPORT_FILE")
+        if report:  # what this worker saw, also in a file: the launcher may not forward a dying job's stderr
+            previous = sys.excepthook
+
+            def record(kind, value, tb):
+                with open(f"{report}.{rank}", "w") as f:
+                    f.write(f"{kind.__name__}: {value}\n")
+                previous(kind, value, tb)
+            sys.excepthook = record
         while True:  # trains forever unless a worker dies
             for x, y in strategy.experimental_distribute_dataset(_models.batches()):
                 if rank == 1 and step == kill_at:
+                    if how == "exit":  # a silent exit the launcher does not treat as a failure
+                        print("worker 1 exiting", flush=True)
+                        os._exit(0)
                     print("worker 1 killing itself", flush=True)
                     os.kill(os.getpid(), signal.SIGKILL)
 

@@ -260,3 +260,28 @@ def test_gather_and_values_from_function(two_cpus):
     assert strategy.cluster_resolver is None
     with pytest.raises(ValueError, match="expected a PerReplica of 2 values; got 3"):
         strategy.gather(jf.distribute.PerReplica(1.0, 2.0, 3.0), axis=0)
+
+
+def test_run_of_a_jf_function_traces_the_whole_step(two_cpus):
+    strategy = jf.distribute.MirroredStrategy(two_cpus)
+    with strategy.scope():
+        w = jf.Variable([1.0, -1.0])
+        optimizer = jf.optimizers.SGD(0.5)
+    traces = []
+
+    @jf.function
+    def step(x):
+        traces.append(1)
+        with jf.GradientTape() as tape:
+            loss = jf.reduce_sum(w * x)
+        optimizer.apply_gradients([(tape.gradient(loss, w), w)])
+        return loss
+
+    for _ in range(3):
+        x = strategy.experimental_distribute_values_from_function(
+            lambda ctx: jf.constant([1.0, float(ctx.replica_id_in_sync_group)]))
+        losses = strategy.run(step, args=(x,))
+    # gradients summed over the replicas: [1, 0] + [1, 1] per step
+    np.testing.assert_allclose(w.numpy(), [1.0 - 3 * 0.5 * 2.0, -1.0 - 3 * 0.5 * 1.0])
+    assert len(losses) == 2 and int(optimizer.iterations.numpy()) == 3
+    assert len(traces) <= 4                # traced with the replicas inside, not per call or per replica

@@ -22,11 +22,11 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec: pip install 'jitflow[mpi]' brings MPICH's")]
 
 
-def mpirun(*args, n=2, timeout=240, env=None):
+def mpirun(*args, n=2, timeout=240, env=None, launcher=()):
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     start = time.monotonic()
-    proc = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, WORKER, *args], capture_output=True, text=True,
-                          timeout=timeout, env=full_env)
+    proc = subprocess.run([MPIEXEC, *launcher, "-n", str(n), sys.executable, WORKER, *args], capture_output=True,
+                          text=True, timeout=timeout, env=full_env)
     return proc, time.monotonic() - start
 
 
@@ -35,9 +35,10 @@ def one_replica():
     return _models.train(jf.distribute.MirroredStrategy(["/cpu:0"]), traced=True)
 
 
-def test_two_workers_train_like_one_replica(one_replica, tmp_path):
+@pytest.mark.parametrize("traced", [True, False], ids=["jf.function", "eager"])
+def test_two_workers_train_like_one_replica(one_replica, tmp_path, traced):
     out = tmp_path / "weights.npz"
-    proc, _ = mpirun("train", str(out), "--traced", env={"CKPT_DIR": str(tmp_path / "ckpt")})
+    proc, _ = mpirun("train", str(out), *(["--traced"] if traced else []), env={"CKPT_DIR": str(tmp_path / "ckpt")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     got = np.load(out)
     assert int(got["replicas"]) == 2 and int(got["iterations"]) == _models.STEPS
@@ -83,13 +84,55 @@ def test_each_worker_logs_to_its_own_run(tmp_path, one_replica):
     np.testing.assert_allclose([v for _, v in job], one_replica[1], rtol=1e-5)
 
 
-def test_killed_worker_makes_the_other_fail_fast():
+def _survivor_report(proc, report):
+    """What worker 0 said: its stderr, or the file it also writes (a dying job's stderr may be lost)."""
+    path = f"{report}.0"
+    return proc.stderr + (open(path).read() if os.path.exists(path) else "")
+
+
+def test_killed_worker_makes_the_other_fail_fast(tmp_path):
+    # With the launcher's cleanup off (as launchers that do not clean up behave), MPICH's mpiexec
+    # signals the survivor (SIGUSR1) and jitflow's watchdog sees the dead process: either turns into
+    # the clear UnavailableError. MPICH's own progress engine may also end the survivor first (its
+    # message then goes to a stderr the dying launcher may not forward): what is guaranteed is that
+    # no worker is left waiting -- the job ends within a bounded time, well before TIMEOUT.
+    reported = []
+    for attempt in range(3):
+        report = tmp_path / f"report{attempt}"
+        proc, elapsed = mpirun("die-after-steps", "6", "kill", timeout=120, launcher=("-disable-auto-cleanup",),
+                               env={"TIMEOUT": "100", "REPORT_FILE": str(report)})
+        assert "worker 1 killing itself" in proc.stdout
+        assert proc.returncode != 0
+        assert elapsed < 60, f"the surviving worker took {elapsed:.0f} s to stop"   # not the 100 s TIMEOUT
+        said = _survivor_report(proc, report)
+        if "UnavailableError" in said:
+            assert "UnavailableError: worker 0:" in said, said
+            assert "worker 1 (pid" in said or "reports that another worker of the job failed" in said, said
+            reported.append(attempt)
+            break
+    if not reported:
+        pytest.xfail("MPICH ended the surviving worker before jitflow reported (3 times); the job did not hang")
+
+
+def test_worker_that_exits_mid_training_is_reported(tmp_path):
+    # a worker that just exits (status 0: the launcher sees nothing wrong): only the watchdog can tell
+    report = tmp_path / "report"
+    proc, elapsed = mpirun("die-after-steps", "6", "exit", timeout=120,
+                           env={"TIMEOUT": "100", "REPORT_FILE": str(report)})
+    assert "worker 1 exiting" in proc.stdout
+    said = _survivor_report(proc, report)
+    assert "UnavailableError: worker 0: all-reduce (collective #" in said, proc.stdout + proc.stderr
+    assert "worker 1 (pid" in said and "exited during training" in said
+    assert elapsed < 60   # (mpiexec's own exit status here depends on the launcher: rank 1 exited 0)
+
+
+def test_killed_worker_with_the_launchers_cleanup():
+    # default mpiexec: the job ends quickly one way or the other (the launcher's kill or the watchdog)
     proc, elapsed = mpirun("die-after-steps", "6", timeout=120, env={"TIMEOUT": "100"})
     assert "worker 1 killing itself" in proc.stdout
     assert proc.returncode != 0
-    assert "UnavailableError: worker 0: all-reduce" in proc.stderr
-    assert "worker 1 (pid" in proc.stderr and "exited during training" in proc.stderr
-    assert elapsed < 60, f"the surviving worker took {elapsed:.0f} s to stop"   # detected by the watchdog, not TIMEOUT
+    assert ("UnavailableError: worker 0" in proc.stderr) or ("BAD TERMINATION" in proc.stdout + proc.stderr)
+    assert elapsed < 60
 
 
 def test_worker_that_raises_ends_the_job():
