@@ -124,19 +124,18 @@ def combine(reduce_op: ReduceOp, values: Sequence[Any], count: int) -> Tensor:
 
 
 def local_reduce(reduce_op: ReduceOp, value: Any, axis: Any) -> tuple:
-    """Reduce one replica's value along `axis` first: (the sum, the number of elements summed)."""
+    """Reduce one replica's value along `axis` first: (the sum, the number of elements summed).
+
+    The count is a Python int when the shape is known, else a tensor (an unknown batch size
+    inside a jf.function)."""
     t = as_tensor(value)
     if axis is None:
         return t, 1
     summed = M.reduce_sum(t, axis=axis)
-    axes = [axis] if isinstance(axis, int) else list(axis)
     dims = t.shape.as_list()
-    count = 1
-    for a in axes:
-        d = dims[a]
-        if d is None:
-            d = A.shape(t)[a]
-        count = count * d if not isinstance(d, int) or not isinstance(count, int) else count * d
+    count: Any = 1
+    for a in ([axis] if isinstance(axis, int) else list(axis)):
+        count = count * (dims[a] if dims[a] is not None else A.shape(t)[a])
     return summed, count
 
 
