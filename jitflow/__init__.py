@@ -41,7 +41,7 @@ for _part in ("tracer", "summary", "webui"):
 _LAZY_MODULES = {"summary": "jitflow.summary", "profiler": "jitflow.profiler",
                  "data": "jitflow.runtime.data", "io": "jitflow.runtime.io", "image": "jitflow.runtime.image",
                  "strings": "jitflow.runtime.strings", "saved_model": "jitflow.runtime.saved_model",
-                 "keras": "jitflow.keras"}
+                 "keras": "jitflow.keras", "distribute": "jitflow.distribute"}
 
 
 def __getattr__(name: str):
@@ -61,7 +61,7 @@ globals()["bool"] = _runtime.bool_
 
 __all__ = sorted(set(_runtime.__all__) | {
     "bool", "autograph", "config", "debugging", "initializers", "keras", "losses", "math", "nn", "optimizers", "random",
-    "train", "summary", "profiler", "data", "io", "image", "strings", "saved_model", "__version__",
+    "train", "summary", "profiler", "data", "io", "image", "strings", "saved_model", "distribute", "__version__",
 } - {"__version__"})
 
 

@@ -51,12 +51,18 @@ class _State(threading.local):
 
 _state = _State()
 active = False  # fast check in registry.apply: is any tape recording in any thread?
+# Tapes open in all threads: the flag above must stay up while any thread records (replicas
+# of a distribution strategy record concurrently), not follow the thread that exits last.
+_open = 0
+_open_lock = threading.Lock()
 
 
-def _refresh() -> None:
-    global active
-    active = bool(_state.tapes)
-    registry.tape_active = active
+def _refresh(delta: int = 0) -> None:
+    global active, _open
+    with _open_lock:
+        _open += delta
+        active = _open > 0
+        registry.tape_active = active
 
 
 def record(op: str, inputs: Sequence[Any], outputs: Sequence[Tensor], attrs: Dict[str, Any]) -> None:
@@ -91,14 +97,14 @@ class GradientTape:
     def __enter__(self) -> "GradientTape":
         self._recording = True
         _state.tapes.append(self)
-        _refresh()
+        _refresh(1)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._recording = False
         if self in _state.tapes:
             _state.tapes.remove(self)
-        _refresh()
+            _refresh(-1)
 
     def watch(self, tensor: Any) -> None:
         """Track `tensor` (or every tensor/variable in a nested structure)."""

@@ -46,5 +46,18 @@ class DataLossError(OpError, ValueError):
     """Stored data is truncated or corrupt (e.g. a checkpoint file that fails its checksum)."""
 
 
+class UnavailableError(OpError, RuntimeError):
+    """A peer the operation needs is gone (e.g. a worker of a multi-worker job died)."""
+
+
+class AbortedError(OpError, RuntimeError):
+    """The operation was aborted because another participant failed (e.g. a replica raised)."""
+
+
+class DeadlineExceededError(OpError, TimeoutError):
+    """The operation did not complete in time (e.g. a collective whose peers never arrived)."""
+
+
 __all__ = ["OpError", "InvalidArgumentError", "InputSignatureError", "ResourceExhaustedError",
-           "FailedPreconditionError", "UnimplementedError", "OutOfRangeError", "NotFoundError", "DataLossError"]
+           "FailedPreconditionError", "UnimplementedError", "OutOfRangeError", "NotFoundError", "DataLossError",
+           "UnavailableError", "AbortedError", "DeadlineExceededError"]

@@ -165,7 +165,19 @@ def _atomic_write(path: str, data: bytes) -> None:
     atomic_write(path, data)
 
 
+# Each is called before a checkpoint file or index is written; any returning False makes
+# this process skip the write (a multi-worker strategy: only the chief writes, the others
+# keep their counters in step). Set by runtime/distribute.
+write_guards: List[Any] = []
+
+
+def _writes_enabled() -> bool:
+    return all(guard() for guard in write_guards)
+
+
 def _write_checkpoint(prefix: str, root: Any) -> str:
+    if not _writes_enabled():
+        return prefix
     graph = _Graph(root)
     tensors = graph.arrays()
     tensors[_object_graph.OBJECT_GRAPH_KEY] = (np.array(_object_graph.to_proto(graph.nodes), dtype=object),
@@ -642,6 +654,9 @@ def _read_index(directory: str) -> Tuple[Optional[str], List[str]]:
 
 
 def _write_index(directory: str, latest: str, kept: List[str]) -> None:
+    if not _writes_enabled():
+        return
+
     def rel(p: str) -> str:
         return os.path.relpath(p, directory or ".") if os.path.dirname(p) == directory else p
     lines = [f"model_checkpoint_path: {json.dumps(rel(latest))}"]
@@ -670,6 +685,8 @@ def latest_checkpoint(checkpoint_dir: str, latest_filename: Optional[str] = None
 
 
 def _delete(prefix: str) -> None:
+    if not _writes_enabled():
+        return
     _bundle.delete_bundle(prefix)
     for suffix in (".json", ".npz"):  # the index first: a half-deleted checkpoint is no checkpoint
         try:

@@ -36,6 +36,11 @@ from jitflow.runtime.state.variables import Variable
 # Called as hook(optimizer, variable, slot_name, slot) when a slot is created (checkpoints
 # use it to restore slots saved before the optimizer made them).
 _slot_hooks: List[Callable[..., None]] = []
+# Set by a distribution strategy (runtime/distribute): called as hook(optimizer, pairs, apply)
+# by `apply_gradients`; inside `strategy.run` it all-reduces the gradients across replicas
+# and calls `apply(pairs)` once per variable copy, as TF's optimizers do; elsewhere it
+# simply returns `apply(pairs)`.
+cross_replica_hook: Optional[Callable[..., Any]] = None
 
 
 class Optimizer:
@@ -152,6 +157,12 @@ class Optimizer:
         if missing:
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the loss; "
                           "they are not updated.", stacklevel=2)
+        hook = cross_replica_hook
+        if hook is not None:
+            return hook(self, pairs, lambda reduced: self._apply_pairs(reduced, name))
+        return self._apply_pairs(pairs, name)
+
+    def _apply_pairs(self, pairs: List[Tuple[Any, Variable]], name: Optional[str]) -> Variable:
         with context.name_scope(name or self._name):
             step = M.add(self._iterations.read_value(), 1)
             per_dtype: Dict[_dt.DType, Dict[str, Tensor]] = {}  # step coefficients, once per dtype

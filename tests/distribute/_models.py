@@ -1,0 +1,57 @@
+"""A small model and data shared by the distribute tests and the MPI worker script."""
+import numpy as np
+
+import jitflow as jf
+
+GLOBAL_BATCH = 8
+STEPS = 4
+
+
+class MLP(jf.Module):
+    def __init__(self, seed: int = 0):
+        super().__init__()
+        rng = np.random.default_rng(seed)
+        with self.name_scope:
+            self.w1 = jf.Variable(rng.normal(size=(3, 5)).astype(np.float32), name="w1")
+            self.b1 = jf.Variable(np.zeros(5, np.float32), name="b1")
+            self.w2 = jf.Variable(rng.normal(size=(5, 1)).astype(np.float32), name="w2")
+
+    def __call__(self, x):
+        return jf.matmul(jf.tanh(jf.matmul(x, self.w1) + self.b1), self.w2)
+
+
+def batches(steps: int = STEPS, batch: int = GLOBAL_BATCH):
+    rng = np.random.default_rng(1)
+    out = []
+    for _ in range(steps):
+        x = rng.normal(size=(batch, 3)).astype(np.float32)
+        y = (x.sum(axis=1, keepdims=True) > 0).astype(np.float32)
+        out.append((x, y))
+    return out
+
+
+def train(strategy, traced: bool, optimizer_cls=None, steps: int = STEPS):
+    """Train MLP under `strategy` on the same global batches; returns the final weights."""
+    optimizer_cls = optimizer_cls or (lambda: jf.optimizers.SGD(0.1, momentum=0.9))
+    with strategy.scope():
+        model = MLP()
+        optimizer = optimizer_cls()
+
+    def step_fn(x, y):
+        with jf.GradientTape() as tape:
+            per_example = jf.square(model(x) - y)
+            loss = jf.reduce_sum(per_example) / float(GLOBAL_BATCH)   # scaled by the global batch
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    def train_step(x, y):
+        losses = strategy.run(step_fn, args=(x, y))
+        return strategy.reduce(jf.distribute.ReduceOp.SUM, losses, axis=None)
+
+    if traced:
+        train_step = jf.function(train_step)
+    losses = []
+    for x, y in strategy.experimental_distribute_dataset(batches(steps)):
+        losses.append(float(train_step(x, y)))
+    return [v.numpy() for v in model.trainable_variables], losses, int(optimizer.iterations.numpy())
