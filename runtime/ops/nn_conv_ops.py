@@ -11,11 +11,10 @@ the incoming gradient at run time. Batch normalisation is composed of primitives
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.core.shapes import format_dims
 from jitflow.runtime.ops import array_ops as A

@@ -270,7 +270,8 @@ class RestoredFunction:
             leaves = cf._bind(args, kwargs)
             if leaves is not None:
                 return cf._call_flat(leaves)
-        options = "\n".join(f"  Option {i + 1}: {cf.pretty_printed_signature()}" for i, cf in enumerate(self._concretes))
+        options = "\n".join(f"  Option {i + 1}: {cf.pretty_printed_signature()}"
+                            for i, cf in enumerate(self._concretes))
         given = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
         raise ValueError(f"Could not find matching concrete function to call loaded from the SavedModel. Got:\n"
                          f"  {self.__name__}({given})\nExpected one of:\n{options or '  (none were traced)'}")

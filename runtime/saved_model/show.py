@@ -102,7 +102,7 @@ def _concrete_functions(lines: List[str], meta) -> None:
                 text = _spec_text(arg)
                 lines.append(f"          {label}: {text}" if label else f"          DType: {type(arg).__name__}\n"
                              f"          Value: {text}")
-            for key, value in kwargs.items():
+            for key in kwargs:
                 lines.append(f"        Named Argument #{len(args) + 1}")
                 lines.append(f"          {key}")
 

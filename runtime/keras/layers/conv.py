@@ -71,7 +71,8 @@ class Conv2D(Layer):
                              f"got {input_shape}")
         self.kernel = self.add_weight("kernel", self.kernel_size + (channels, self.filters),
                                       initializer=self.kernel_initializer)
-        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer) if self.use_bias else None
+        self.bias = (self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
+                     if self.use_bias else None)
         self.input_spec = InputSpec(ndim=4, axes={-1: channels})
         self.built = True
 
@@ -202,5 +203,5 @@ AvgPool2D = AveragePooling2D
 GlobalAvgPool2D = GlobalAveragePooling2D
 GlobalMaxPool2D = GlobalMaxPooling2D
 
-__all__ = ["Conv2D", "DepthwiseConv2D", "MaxPool2D", "MaxPooling2D", "AveragePooling2D", "AvgPool2D", "GlobalAveragePooling2D",
-           "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D"]
+__all__ = ["Conv2D", "DepthwiseConv2D", "MaxPool2D", "MaxPooling2D", "AveragePooling2D", "AvgPool2D",
+           "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D"]
