@@ -34,6 +34,7 @@ def _four(value: Any, name: str, default: int = 1) -> Tuple[int, ...]:
     """An int, 2 ints (h, w) or 4 ints (NHWC, 1 for N and C) as TF's 4-tuple."""
     if value is None:
         value = default
+    vals: Tuple[int, ...]
     if isinstance(value, (int, np.integer)):
         vals = (1, int(value), int(value), 1)
     else:

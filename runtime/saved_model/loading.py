@@ -172,7 +172,7 @@ class RestoredConcreteFunction:
                 base = f"arg_{i}"
             used.add(base)
             params.append(inspect.Parameter(base, inspect.Parameter.POSITIONAL_OR_KEYWORD))
-        replay.__signature__ = inspect.Signature(params)
+        replay.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # inspect.signature reads it
         replay.__name__ = fn_name
         self._function = _jf_function(replay, input_signature=[TensorSpec(s.shape, s.dtype, name=p.name)
                                                                 for s, p in zip(specs, params)],
