@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from jitflow.runtime.saved_model import structure as _structure
 from jitflow.runtime.saved_model.loading import meta_graph, read_saved_model
@@ -81,7 +81,7 @@ def _concrete_functions(lines: List[str], meta) -> None:
     graph = meta.object_graph_def
     lines.append("")
     lines.append("Concrete Functions:")
-    names = {}
+    names: Dict[int, str] = {}
     for node in graph.nodes:
         for child in node.children:
             names.setdefault(child.node_id, child.local_name)
