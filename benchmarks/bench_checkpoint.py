@@ -4,8 +4,8 @@
 A model of L dense layers (W: n x n float32, b: n) is written to a fresh prefix (as
 `CheckpointManager.save` does) and restored into a twin; the best of --repeat runs is kept.
 A second jitflow row rewrites one prefix, which costs more: the new data file keeps the bytes
-the old index points to, so a kill at any moment leaves the old checkpoint restorable. Everything is written durably (jitflow and
-the baseline fsync; TF's writer syncs too).
+the old index points to, so a kill at any moment leaves the old checkpoint restorable. Everything is written
+durably (jitflow and the baseline fsync; TF's writer syncs too).
 
     python benchmarks/bench_checkpoint.py [--n 512] [--layers 8] [--repeat 5] [--quick]
 """

@@ -21,13 +21,12 @@ Importing this module runs nothing; `main(["--quick"])` runs a smoke benchmark a
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import shutil
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Dict, List
 
 import numpy as np
 

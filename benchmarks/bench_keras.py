@@ -17,8 +17,8 @@ e.g. `.venv-tf/bin/python`, to get the TF rows; JAX rows appear when jax imports
 Ratios are "jf time / other time" (< 1: jf faster), jf's fit against the other's fit and
 train_on_batch against train_on_batch. The implementations run in turns (a few steps of each
 per round, the first of each turn not counted) so a machine whose load changes slows them
-alike; the table gives the median and the best step. Compare ratios from one run, not absolute times across runs. numpy's
-and scipy's OpenBLAS threads contend badly on a loaded machine: `OPENBLAS_NUM_THREADS=1`
+alike; the table gives the median and the best step. Compare ratios from one run, not absolute times across runs.
+numpy's and scipy's OpenBLAS threads contend badly on a loaded machine: `OPENBLAS_NUM_THREADS=1`
 can be several times faster there.
 
     python benchmarks/bench_keras.py [--quick] [--json PATH] [--no-tf] [--no-jax]
@@ -182,7 +182,7 @@ def report(results: Dict[str, Any]) -> None:
     for name, note in results["notes"].items():
         if note:
             print(f"  {name}: skipped ({note})")
-    print(f"\n(b) Conv2D forward (64x13x13x32 * 3x3x32x64 VALID, 285 MFLOP) vs BLAS matmul")
+    print("\n(b) Conv2D forward (64x13x13x32 * 3x3x32x64 VALID, 285 MFLOP) vs BLAS matmul")
     conv = results["conv_gflops"]
     C.print_table(["kernel", "GFLOP/s", "jf conv / this"],
                   [[name, f"{g:.1f}", f"{conv['jf.nn.conv2d'] / g:.2f}"] for name, g in conv.items()])

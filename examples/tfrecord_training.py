@@ -12,7 +12,6 @@ Run: python examples/tfrecord_training.py [--logdir runs/tfrecord_training] [--e
 Then: tensorboard --logdir runs/tfrecord_training
 """
 import argparse
-import io
 import os
 
 import numpy as np

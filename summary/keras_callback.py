@@ -151,7 +151,7 @@ class TensorBoard(Callback):
             _trace.trace_export(name, step=step, profiler_outdir=self._train_dir if profiling else None)
 
     def _write_train_graph(self) -> None:
-        fn = getattr(self.model, "train_function", None)
+        fn: Any = getattr(self.model, "train_function", None)  # duck-typed: a jf.function, or absent
         concretes = fn.list_concrete_functions() if hasattr(fn, "list_concrete_functions") else []
         if not concretes:
             return

@@ -19,13 +19,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 from numba import cuda
 
 from jitflow.runtime.ops import cpu_kernels as K
 from jitflow.runtime.backends import cuda_kernels as CK
 from jitflow.runtime.ops import nn_conv_kernels as NK
-from jitflow.runtime.ops.registry import KERNELS
 
 
 
@@ -173,7 +171,8 @@ def _depthwise_bwd_filter(x, g, out, n_n, n_h, n_w, n_c, kh, kw, n_m, oh, ow, sh
                     xx = j * sw - pl + b * dw
                     if xx < 0 or xx >= n_w:
                         continue
-                    acc += x[((n * n_h + y) * n_w + xx) * n_c + c] * g[((n * oh + i) * ow + j) * n_c * n_m + c * n_m + m]
+                    acc += (x[((n * n_h + y) * n_w + xx) * n_c + c]
+                            * g[((n * oh + i) * ow + j) * n_c * n_m + c * n_m + m])
         out[t] = acc
 
 

@@ -13,6 +13,7 @@ docs/data.md.
 from __future__ import annotations
 
 import types as _types
+from typing import Any
 
 from jitflow.runtime.data import graph_loop as _graph_loop  # noqa: F401 - `for x in dataset` inside jf.function
 from jitflow.runtime.data import parallel as _parallel  # noqa: F401 - registers map(num_parallel_calls), prefetch, interleave
@@ -22,7 +23,7 @@ from jitflow.runtime.data.dataset import (AUTOTUNE, INFINITE_CARDINALITY, UNKNOW
                                           Dataset, OwnedIterator)
 from jitflow.runtime.data.readers import TextLineDataset, TFRecordDataset
 
-experimental = _types.ModuleType("jitflow.data.experimental", "TF's tf.data.experimental names.")
+experimental: Any = _types.ModuleType("jitflow.data.experimental", "TF's tf.data.experimental names.")
 experimental.AUTOTUNE = AUTOTUNE
 experimental.INFINITE_CARDINALITY = INFINITE_CARDINALITY
 experimental.UNKNOWN_CARDINALITY = UNKNOWN_CARDINALITY

@@ -13,7 +13,7 @@ import os
 import queue
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Generator, Iterator, List, Optional
 
 from jitflow.runtime.data import structure as _s
 from jitflow.runtime.data.dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset, Element, register
@@ -118,7 +118,7 @@ def _produce(it: Iterator[Element], q: "queue.Queue", stop: threading.Event) -> 
             close()
 
 
-def background(it: Iterator[Element], buffer_size: int, thread_name: str) -> Iterator[Element]:
+def background(it: Iterator[Element], buffer_size: int, thread_name: str) -> Generator[Element, None, None]:
     """`it` produced by a daemon thread, at most `buffer_size` elements ahead."""
     q: "queue.Queue" = queue.Queue(maxsize=buffer_size)
     stop = threading.Event()

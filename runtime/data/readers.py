@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import os
-from typing import Any, Iterator, List, Optional
+from typing import Any, Generator, Iterator, List, Optional
 
 import numpy as np
 
@@ -75,7 +75,7 @@ class _FileDataset(Dataset):
             return
         # TF's order for num_parallel_reads: interleave with cycle_length = reads, block 1.
         pending = list(self._files)
-        slots: List[Iterator[Element]] = []
+        slots: List[Generator[Element, None, None]] = []  # closed in `finally` to stop their threads
         try:
             while pending and len(slots) < self._parallel:
                 slots.append(background(map(_scalar, self._read(pending.pop(0))), 64, "jf.data.read"))

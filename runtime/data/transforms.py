@@ -247,7 +247,7 @@ class UnbatchDataset(Dataset):
 class RepeatDataset(Dataset):
     _kind = "Repeat"
 
-    def __init__(self, input_ds: Dataset, count: Optional[int]) -> None:
+    def __init__(self, input_ds: Dataset, count: Any) -> None:  # None, an int or a scalar tensor
         if hasattr(count, "numpy"):
             count = count.numpy()
         if count is not None and (not isinstance(count, (int, np.integer)) or count < -1):

@@ -18,7 +18,8 @@ from jitflow.runtime.image.transforms import (central_crop, convert_image_dtype,
                                               random_flip_left_right, random_flip_up_down, rot90)
 
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "grayscale_to_rgb", "random_brightness",
-           "random_contrast", "rgb_to_grayscale", "central_crop", "convert_image_dtype", "crop_to_bounding_box", "decode_image",
+           "random_contrast", "rgb_to_grayscale", "central_crop", "convert_image_dtype", "crop_to_bounding_box",
+           "decode_image",
            "decode_jpeg", "decode_png", "encode_jpeg", "encode_png", "flip_left_right", "flip_up_down",
            "per_image_standardization", "random_crop", "random_flip_left_right", "random_flip_up_down",
            "resize", "rot90"]

@@ -119,6 +119,7 @@ def decode_csv(records: Any, record_defaults: Sequence[Any], field_delim: str = 
     >>> lines = jf.data.TextLineDataset("data.csv").skip(1)          # doctest: +SKIP
     >>> ds = lines.map(lambda l: jf.io.decode_csv(l, [[0.0], [0], [""]]))   # doctest: +SKIP
     """
+    defaults: List[Any]  # a column's default value, or None for a required column
     dtypes, defaults = [], []
     for i, d in enumerate(record_defaults):
         if isinstance(d, _dt.DType) or (isinstance(d, (list, tuple)) and len(d) == 0):

@@ -223,14 +223,14 @@ def _parse_batch(serialized, specs) -> List[np.ndarray]:
             for (j, _), arr in zip(other, _parse_features(fmap, other_specs, f" (record {i} of the batch)")):
                 columns[j].append(arr)
     out: List[Any] = [None] * len(specs)
-    for j, (key, kind, dtype, shape, default) in fixed:
+    for j, (_key, _kind, dtype, shape, _default) in fixed:
         if dtype is _dt.string:
             arr = np.empty(len(values[j]), dtype=object)
             arr[:] = values[j]
         else:
             arr = np.array(values[j], dtype=dtype.as_numpy_dtype)
         out[j] = arr.reshape((n,) + shape)
-    for j, (key, kind, dtype, shape, default) in other:
+    for j, (_key, kind, dtype, shape, default) in other:
         fill = b"" if dtype is _dt.string else 0
         if kind == "seq" and default[1] is not None and default[1].size:
             fill = default[1].reshape(-1)[0]
@@ -248,7 +248,7 @@ def _parse_infer(specs, attrs):
         raise InvalidArgumentError(f"serialized must be {what} string tensor; got shape {list(dims)}")
     lead = (dims[0] if dims is not None else None,) if batched else ()
     out = []
-    for key, kind, dt, shape, default in attrs["specs"]:
+    for _key, kind, dt, shape, _default in attrs["specs"]:
         if kind == "fixed":
             out.append((lead + shape, dt))
         else:
@@ -332,7 +332,7 @@ def _parse_sequence_infer(specs, attrs):
         raise InvalidArgumentError(f"serialized must be a scalar string tensor; got shape {list(dims)}")
     out = [((shape if kind == "fixed" else (None,) + shape), dt)
            for key, kind, dt, shape, default in attrs["context_specs"]]
-    for key, kind, dt, shape, default in attrs["sequence_specs"]:
+    for _key, kind, dt, shape, _default in attrs["sequence_specs"]:
         out.append(((None, None) if kind == "var" else (None,) + shape, dt))
     return out
 

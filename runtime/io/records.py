@@ -109,6 +109,7 @@ def frame(data: bytes) -> bytes:
 def _c_frame_small(payloads: Sequence[bytes]) -> bytes:
     # One C CRC call per payload; header CRCs come from the cache.
     crc, headers, pack = _c_crc32c, _headers, _pack_u32
+    assert crc is not None, "frame_many calls this only when a C CRC-32C is loaded"
     out: list[bytes] = []
     append = out.append
     for p in payloads:
@@ -123,6 +124,7 @@ def _c_frame_small(payloads: Sequence[bytes]) -> bytes:
 def _c_frame_large(payloads: Sequence[bytes]) -> bytes:
     # The same with the per-record work in C loops (map) and numpy: ~2x faster
     # per record once a batch has more than a few dozen records.
+    assert _c_crc32c is not None, "frame_many calls this only when a C CRC-32C is loaded"
     lens = list(map(len, payloads))
     headers = {n: _header(n) for n in set(lens)}
     c = np.fromiter(map(_c_crc32c, payloads), dtype=np.uint64, count=len(payloads))

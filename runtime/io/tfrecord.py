@@ -9,7 +9,7 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
-from typing import Any, BinaryIO, Callable, Iterator, Optional
+from typing import Any, BinaryIO, Iterator, Optional, Protocol
 
 from jitflow.runtime.core.errors import DataLossError, NotFoundError
 from jitflow.runtime.io import records
@@ -149,7 +149,15 @@ class TFRecordWriter:
             pass
 
 
-def open_reader(path: str, compression: str, buffer_size: Optional[int] = None) -> Callable[[int], bytes]:
+class Reader(Protocol):
+    """What `open_reader` returns: a file, a `GzipFile` or a `_ZlibReader`."""
+
+    def read(self, n: int, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+def open_reader(path: str, compression: str, buffer_size: Optional[int] = None) -> Reader:
     """A `read(n)` over the decompressed bytes of a TFRecord file, and its closer."""
     try:
         raw = open(path, "rb", buffering=buffer_size or -1)

@@ -72,6 +72,7 @@ class DataHandler:
                  shuffle: bool = False, steps: Optional[int] = None, who: str = "fit") -> None:
         self.shuffle = shuffle
         self.arrays = False
+        self.steps: Optional[int]  # None: an unsized dataset or generator, read until it ends
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
             raise ValueError(f"{who}: batch_size must be a positive integer; got {batch_size!r}")
         if _is_array(x) or y is not None:
@@ -108,6 +109,7 @@ class DataHandler:
     def batches(self, rng: Optional[np.random.Generator] = None) -> Iterator[Batch]:
         if self.arrays:
             order = rng.permutation(self.n) if (self.shuffle and rng is not None) else None
+            assert self.steps is not None, "arrays always know their step count"
             for step in range(self.steps):
                 lo = step * self.batch_size
                 if lo >= self.n:

@@ -89,7 +89,8 @@ def get(identifier: Any) -> Callable:
 
 def name_of(loss: Any) -> str:
     """The name Keras logs a loss under (`sparse_categorical_crossentropy`, ...)."""
-    return getattr(loss, "name", None) or getattr(loss, "__name__", type(loss).__name__)
+    name: Any = getattr(loss, "name", None)  # duck-typed: a Loss's name, or absent on a plain function
+    return name or getattr(loss, "__name__", type(loss).__name__)
 
 
 __all__ = [*_runtime_all, "binary_crossentropy", "huber", "BinaryCrossentropy", "Huber", "get"]

@@ -11,7 +11,7 @@ returns the result.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
@@ -128,7 +128,8 @@ class MeanMetricWrapper(Mean):
         super().__init__(name=name or getattr(fn, "__name__", None), dtype=dtype)
         self._fn, self._fn_kwargs = fn, kwargs
 
-    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+    def update_state(self, y_true: Any, y_pred: Any,  # type: ignore[override]  # Keras's (y_true, y_pred) API
+                     sample_weight: Any = None) -> None:
         y_true, y_pred = convert_to_tensor(y_true), convert_to_tensor(y_pred)
         for what, t in (("y_true", y_true), ("y_pred", y_pred)):
             if not (t.dtype.is_floating or t.dtype.is_integer or t.dtype.is_bool):
@@ -271,6 +272,7 @@ def get(identifier: Any, loss: Any = None) -> Metric:
         return identifier()
     if identifier in ("accuracy", "acc"):
         loss_name = _losses.name_of(loss) if loss is not None else ""
+        cls: Optional[Callable[..., Metric]]
         cls = (SparseCategoricalAccuracy if "sparse_categorical" in loss_name else
                CategoricalAccuracy if "categorical" in loss_name else
                BinaryAccuracy if "binary" in loss_name else Accuracy)

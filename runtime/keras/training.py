@@ -13,7 +13,7 @@ shapes also keep random ops such as Dropout's static). Each step runs inside
 from __future__ import annotations
 
 import types
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -62,7 +62,7 @@ class Model(Layer):
         self.history: Optional[_cb.History] = None
         self._train_function = self._test_function = self._predict_function = None
         self._is_compiled = False
-        self._functional = None
+        self._functional: Optional[Tuple[Any, Any, List[Any]]] = None  # (inputs, outputs, nodes)
         if inputs is not None or outputs is not None:
             self._init_functional(inputs, outputs)
 

@@ -11,11 +11,10 @@ the incoming gradient at run time. Batch normalisation is composed of primitives
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.core.shapes import format_dims
 from jitflow.runtime.ops import array_ops as A
@@ -35,6 +34,7 @@ def _four(value: Any, name: str, default: int = 1) -> Tuple[int, ...]:
     """An int, 2 ints (h, w) or 4 ints (NHWC, 1 for N and C) as TF's 4-tuple."""
     if value is None:
         value = default
+    vals: Tuple[int, ...]
     if isinstance(value, (int, np.integer)):
         vals = (1, int(value), int(value), 1)
     else:

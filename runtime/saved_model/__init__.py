@@ -28,7 +28,7 @@ def save(obj: Any, export_dir: str, signatures: Any = None, options: Any = None)
 
     >>> jf.saved_model.save(demo, "./data/demo/1", signatures={"serving_default": demo.addprint})  # doctest: +SKIP
     """
-    from jitflow.runtime.saved_model.saving import save as _save  # lazy: protobuf and the graph exporter load only when a SavedModel is saved or loaded
+    from jitflow.runtime.saved_model.saving import save as _save  # lazy: protobuf loads only on save/load
     return _save(obj, export_dir, signatures=signatures, options=options)
 
 
@@ -38,7 +38,7 @@ def load(export_dir: str, tags: Any = None, options: Any = None) -> Any:
     >>> demo2 = jf.saved_model.load("./data/demo/1")   # doctest: +SKIP
     >>> demo2.addprint(jf.constant(5.0))                # doctest: +SKIP
     """
-    from jitflow.runtime.saved_model.loading import load as _load  # lazy: protobuf and the graph exporter load only when a SavedModel is saved or loaded
+    from jitflow.runtime.saved_model.loading import load as _load  # lazy: protobuf loads only on save/load
     return _load(export_dir, tags=tags, options=options)
 
 

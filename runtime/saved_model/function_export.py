@@ -74,7 +74,7 @@ class Exporter:
         arguments and captured eager tensors constants; in a sub-graph (branch, loop body,
         called function) every capture is an argument, fed by the calling node's inputs.
         """
-        key = (id(graph), top_level, tuple(id(t) for t in inputs), tuple(id(t) for t in outputs))
+        key: Any = (id(graph), top_level, tuple(id(t) for t in inputs), tuple(id(t) for t in outputs))
         if key in self._names and not fresh:
             return self._names[key], [v for v, _ in captures if isinstance(v, Variable)]
         fname = self._fresh(name)

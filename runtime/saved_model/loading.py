@@ -172,7 +172,7 @@ class RestoredConcreteFunction:
                 base = f"arg_{i}"
             used.add(base)
             params.append(inspect.Parameter(base, inspect.Parameter.POSITIONAL_OR_KEYWORD))
-        replay.__signature__ = inspect.Signature(params)
+        replay.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]  # inspect.signature reads it
         replay.__name__ = fn_name
         self._function = _jf_function(replay, input_signature=[TensorSpec(s.shape, s.dtype, name=p.name)
                                                                 for s, p in zip(specs, params)],
@@ -270,7 +270,8 @@ class RestoredFunction:
             leaves = cf._bind(args, kwargs)
             if leaves is not None:
                 return cf._call_flat(leaves)
-        options = "\n".join(f"  Option {i + 1}: {cf.pretty_printed_signature()}" for i, cf in enumerate(self._concretes))
+        options = "\n".join(f"  Option {i + 1}: {cf.pretty_printed_signature()}"
+                            for i, cf in enumerate(self._concretes))
         given = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
         raise ValueError(f"Could not find matching concrete function to call loaded from the SavedModel. Got:\n"
                          f"  {self.__name__}({given})\nExpected one of:\n{options or '  (none were traced)'}")

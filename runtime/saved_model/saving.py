@@ -20,7 +20,7 @@ import ctypes.util
 import os
 import shutil
 import secrets
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 from jitflow.runtime.training import checkpoint as _checkpoint
 from jitflow.runtime.training.atomic_files import remove_stale_temps
@@ -51,7 +51,7 @@ def _functions_of(obj: Any) -> Dict[str, Function]:
     found: Dict[str, Function] = {}
     if not isinstance(obj, Module) and not _checkpoint._has(obj, "_checkpoint_children"):
         return found
-    names = set()
+    names: Set[str] = set()
     for klass in type(obj).__mro__:
         names.update(k for k, v in vars(klass).items() if isinstance(v, Function))
     names.update(k for k, v in vars(obj).items() if isinstance(v, Function))
@@ -193,7 +193,7 @@ def build(obj: Any, signatures: Any = None) -> Tuple[Any, Any]:
             except TypeError:
                 encoded_defaults = _structure.encode(None)  # defaults that cannot be stored: must be passed
             for key in ("varargs", "varkw", "defaults", "kwonlyargs", "kwonlydefaults", "annotations"):
-                value = [] if key == "kwonlyargs" else ({} if key == "annotations" else None)
+                value: Any = [] if key == "kwonlyargs" else ({} if key == "annotations" else None)
                 spec.fullargspec.named_tuple_value.values.add(key=key).value.CopyFrom(
                     encoded_defaults if key == "defaults" else _structure.encode(value))
             if fn.input_signature is not None:

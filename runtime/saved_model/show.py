@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from jitflow.runtime.saved_model import structure as _structure
 from jitflow.runtime.saved_model.loading import meta_graph, read_saved_model
@@ -81,7 +81,7 @@ def _concrete_functions(lines: List[str], meta) -> None:
     graph = meta.object_graph_def
     lines.append("")
     lines.append("Concrete Functions:")
-    names = {}
+    names: Dict[int, str] = {}
     for node in graph.nodes:
         for child in node.children:
             names.setdefault(child.node_id, child.local_name)
@@ -102,7 +102,7 @@ def _concrete_functions(lines: List[str], meta) -> None:
                 text = _spec_text(arg)
                 lines.append(f"          {label}: {text}" if label else f"          DType: {type(arg).__name__}\n"
                              f"          Value: {text}")
-            for key, value in kwargs.items():
+            for key in kwargs:
                 lines.append(f"        Named Argument #{len(args) + 1}")
                 lines.append(f"          {key}")
 

@@ -284,12 +284,13 @@ IMPORTS: Dict[str, Callable] = {
     "ConcatV2": lambda inputs, attrs, const: ("ConcatV2", inputs[:-1], {"axis": int(const(len(inputs) - 1))}),
     "Pack": lambda inputs, attrs, const: ("Pack", inputs, {"axis": int(attrs.get("axis", 0))}),
     "PrintV2": _print,
-    "ArgMax": lambda inputs, attrs, const: ("ArgMax", [inputs[0]], {"axis": int(const(1)),
-                                                                    "output_type": attrs.get("output_type", _dt.int64)}),
-    "ArgMin": lambda inputs, attrs, const: ("ArgMin", [inputs[0]], {"axis": int(const(1)),
-                                                                    "output_type": attrs.get("output_type", _dt.int64)}),
+    "ArgMax": lambda inputs, attrs, const: ("ArgMax", [inputs[0]], {
+        "axis": int(const(1)), "output_type": attrs.get("output_type", _dt.int64)}),
+    "ArgMin": lambda inputs, attrs, const: ("ArgMin", [inputs[0]], {
+        "axis": int(const(1)), "output_type": attrs.get("output_type", _dt.int64)}),
     "GatherV2": lambda inputs, attrs, const: ("GatherV2", inputs[:2], {"axis": int(const(2))}),
-    "Fill": lambda inputs, attrs, const: ("Fill", [inputs[1]], {"dims": tuple(int(v) for v in np.atleast_1d(const(0)))}),
+    "Fill": lambda inputs, attrs, const: ("Fill", [inputs[1]],
+                                          {"dims": tuple(int(v) for v in np.atleast_1d(const(0)))}),
     "Range": _range,
     "Shape": lambda inputs, attrs, const: ("Shape", inputs, {"out_type": attrs.get("out_type", _dt.int32)}),
     "Size": lambda inputs, attrs, const: ("Size", inputs, {"out_type": attrs.get("out_type", _dt.int32)}),

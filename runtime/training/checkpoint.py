@@ -222,7 +222,7 @@ def _read_bundle_checkpoint(prefix: str) -> Tuple[List[Dict[str, Any]], Dict[str
         except ValueError as e:
             raise _corrupt(prefix, str(e)) from None
         arrays = {}
-        for i, node in enumerate(nodes):
+        for node in nodes:
             spec = node.get("variable")
             if spec is not None and spec["key"] not in arrays:
                 arrays[spec["key"]] = reader.read(spec["key"])

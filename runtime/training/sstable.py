@@ -145,6 +145,7 @@ def build_table(items: Iterable[Tuple[bytes, bytes]]) -> bytes:
             index.add(key, _handle(*emit(block)))
             block = _BlockBuilder(RESTART_INTERVAL)
     if block.count or block.buf:
+        assert previous is not None, "a non-empty block holds at least one added key"
         index.add(previous, _handle(*emit(block)))
     meta_handle = _handle(*emit(_BlockBuilder(RESTART_INTERVAL)))
     index_handle = _handle(*emit(index))

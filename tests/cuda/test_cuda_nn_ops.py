@@ -65,7 +65,8 @@ def test_cuda_kernels_match_cpu(dtype):
 
 def test_every_new_op_has_its_own_cuda_kernel():
     for op in ("Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "DepthwiseConv2dNative",
-               "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter", "MaxPool", "MaxPoolGrad", "AvgPool",
+               "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter", "MaxPool", "MaxPoolGrad",
+               "AvgPool",
                "AvgPoolGrad", "BiasAdd", "BiasAddGrad", "Softplus", "Elu", "LeakyRelu"):
         assert placement.has_gpu_kernel(op), op
 

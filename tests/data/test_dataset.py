@@ -336,7 +336,7 @@ def test_background_threads_stop_after_an_early_break(tmp_path):
     for k in range(3):
         path = str(tmp_path / f"f{k}.tfrecord")
         with jf.io.TFRecordWriter(path) as w:
-            for i in range(500):
+            for _ in range(500):
                 w.write(b"x" * 10)
         files.append(path)
     ds = (jf.data.TFRecordDataset(files, num_parallel_reads=3)

@@ -113,7 +113,7 @@ def test_strings():
     assert jf.strings.as_string(jf.constant([3]), width=3, fill="0").numpy().tolist() == [b"003"]
     assert jf.strings.format("x={} y={}", [jf.constant([1, 2]), jf.constant(2.5)]).numpy() == b"x=[1 2] y=2.5"
     assert jf.strings.regex_replace("a1b22", r"([0-9]+)", r"<\1>").numpy() == b"a<1>b<22>"
-    assert jf.strings.upper("ab").numpy() == b"AB" and jf.strings.strip(" a ").numpy() == b"a"
+    assert jf.strings.upper("ab").numpy() == b"AB" and jf.strings.strip(" a ").numpy() == b"a"  # noqa: B005 (jf op, not str.strip)
 
 
 def test_strings_flow_through_datasets():
@@ -133,6 +133,6 @@ def test_jpeg_fast_path_and_pillow_path_agree(monkeypatch):
     assert image_codecs._fast_jpeg(rgb, 0) is not None
     monkeypatch.setattr(image_codecs, "_SIMPLEJPEG", [None])  # as if simplejpeg were absent
     slow = [jf.io.decode_jpeg(data, channels=c).numpy() for data, c in cases]
-    for (data, c), a, b in zip(cases, fast, slow):
+    for (_data, c), a, b in zip(cases, fast, slow):
         assert a.shape == b.shape and a.dtype == b.dtype == np.uint8, (c, a.shape, b.shape)
         assert np.abs(a.astype(int) - b.astype(int)).max() <= 3

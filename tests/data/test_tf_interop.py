@@ -108,7 +108,8 @@ PIPELINES = {
     "flat_map": lambda m: m.data.Dataset.range(4).flat_map(lambda x: m.data.Dataset.range(x)),
     "unbatch": lambda m: m.data.Dataset.range(7).batch(3).unbatch(),
     "enumerate_zip": lambda m: m.data.Dataset.zip((m.data.Dataset.range(3), m.data.Dataset.range(5, 9))).enumerate(3),
-    "dict_batch": lambda m: m.data.Dataset.from_tensor_slices({"b": [1.0, 2.0, 3.0], "a": [[1, 2], [3, 4], [5, 6]]}).batch(2),
+    "dict_batch": lambda m: m.data.Dataset.from_tensor_slices(
+        {"b": [1.0, 2.0, 3.0], "a": [[1, 2], [3, 4], [5, 6]]}).batch(2),
     "filter_map": lambda m: m.data.Dataset.range(12).filter(lambda x: x % 3 == 0).map(lambda x: (x, x * x)),
     "concatenate": lambda m: m.data.Dataset.range(2).concatenate(m.data.Dataset.range(5, 7)),
     "strings": lambda m: m.data.Dataset.from_tensor_slices(["a,b", "c"]).map(

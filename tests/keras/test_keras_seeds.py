@@ -1,8 +1,6 @@
 """The seed notes' Keras cells (001, 004), ported with `tf.` → `jf.`, give the seeds' results."""
 from __future__ import annotations
 
-import numpy as np
-
 import jitflow as jf
 from keras_data import mnist_like
 

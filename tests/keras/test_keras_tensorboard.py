@@ -90,7 +90,8 @@ def test_graph_with_step_stats_and_profile_with_step_markers(logdir):
     assert len(profiles) == 1
     traces = glob.glob(os.path.join(logdir, "train", "plugins", "profile", "*", "*.trace.json.gz"))
     events = json.load(gzip.open(traces[0]))["traceEvents"]
-    steps = sorted(e["args"]["step_num"] for e in events if e.get("name") == "train" and "step_num" in e.get("args", {}))
+    steps = sorted(e["args"]["step_num"] for e in events
+                   if e.get("name") == "train" and "step_num" in e.get("args", {}))
     assert steps == [2, 3]   # profile_batch=(3, 4): the third and fourth steps (0-based step numbers 2 and 3)
 
 

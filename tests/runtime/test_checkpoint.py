@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import jitflow as jf
-from jitflow.runtime.training import checkpoint as ckpt_mod
 
 
 class Dense(jf.Module):

@@ -41,8 +41,8 @@ KIND_DTYPES = {"f": FLOATS, "i": INTS, "b": (jf.bool_,), "s": (jf.string,)}
 NOT_HERE = {
     **{op: "tests/runtime/test_nn_conv_ops.py (float tolerances of BLAS sums)" for op in (
         "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad", "AvgPool",
-        "AvgPoolGrad", "BiasAdd", "BiasAddGrad", "Softplus", "Elu", "LeakyRelu", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
-        "DepthwiseConv2dNativeBackpropFilter")},
+        "AvgPoolGrad", "BiasAdd", "BiasAddGrad", "Softplus", "Elu", "LeakyRelu", "DepthwiseConv2dNative",
+        "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter")},
     "Placeholder": "fed at call time, never run",
     "Const": "returns its attr; covered by every traced test",
     "StatefulPartitionedCall": "tests/runtime/test_function.py",

@@ -66,7 +66,7 @@ Concrete Functions:
       Callable with:
         Argument #1
           a: TensorSpec(shape=(), dtype=tf.float32, name='a')
-"""
+"""  # noqa: W291 -- saved_model_cli prints "Method name is: " with a trailing space for an empty method name
 
 
 def test_seed_001_save_load_call_and_show(tmp_path, capsys):

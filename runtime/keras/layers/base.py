@@ -39,7 +39,7 @@ _WRAPPED = "when calling layer"
 
 
 @functools.lru_cache(maxsize=None)
-def _accepts(cls: type, argument: str) -> bool:
+def _accepts(cls: type[Layer], argument: str) -> bool:
     """Whether `cls.call` takes `argument` (Keras passes `training`/`mask` only then)."""
     params = inspect.signature(cls.call).parameters
     return argument in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
@@ -293,7 +293,7 @@ class Layer(Module):
         if any(isinstance(x, KerasTensor) for x in _flat(inputs)):
             return symbolic_call(self, inputs, args, kwargs)
         for key in ("training", "mask"):
-            if key in kwargs and not _accepts(type(self), key):
+            if key in kwargs and not _accepts(type(self), key):  # type: ignore[arg-type]  # classes hash by identity
                 kwargs.pop(key)
         inputs = _to_tensors(inputs, self._dtype)
         self._losses = []

@@ -1,7 +1,7 @@
 """Convolution and pooling layers (NHWC): Conv2D, MaxPool2D, AveragePooling2D, global pools."""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 from jitflow.runtime.ops import math_ops as M
 from jitflow.runtime.ops import nn_conv_ops as N
@@ -71,7 +71,8 @@ class Conv2D(Layer):
                              f"got {input_shape}")
         self.kernel = self.add_weight("kernel", self.kernel_size + (channels, self.filters),
                                       initializer=self.kernel_initializer)
-        self.bias = self.add_weight("bias", (self.filters,), initializer=self.bias_initializer) if self.use_bias else None
+        self.bias = (self.add_weight("bias", (self.filters,), initializer=self.bias_initializer)
+                     if self.use_bias else None)
         self.input_spec = InputSpec(ndim=4, axes={-1: channels})
         self.built = True
 
@@ -146,7 +147,7 @@ class DepthwiseConv2D(Layer):
 
 
 class _Pool2D(Layer):
-    _pool = None
+    _pool: Optional[Callable[..., Any]] = None  # the pooling op; each subclass sets it
 
     def __init__(self, pool_size: IntPair = (2, 2), strides: Optional[IntPair] = None, padding: str = "valid",
                  data_format: Optional[str] = None, **kwargs: Any) -> None:
@@ -159,7 +160,9 @@ class _Pool2D(Layer):
         self.input_spec = InputSpec(ndim=4)
 
     def call(self, inputs):
-        return type(self)._pool(inputs, self.pool_size, self.strides, self.padding.upper())
+        pool = type(self)._pool
+        assert pool is not None, "MaxPooling2D and AveragePooling2D set _pool"
+        return pool(inputs, self.pool_size, self.strides, self.padding.upper())
 
     def get_config(self):
         return {**super().get_config(), "pool_size": self.pool_size, "strides": self.strides, "padding": self.padding}
@@ -202,5 +205,5 @@ AvgPool2D = AveragePooling2D
 GlobalAvgPool2D = GlobalAveragePooling2D
 GlobalMaxPool2D = GlobalMaxPooling2D
 
-__all__ = ["Conv2D", "DepthwiseConv2D", "MaxPool2D", "MaxPooling2D", "AveragePooling2D", "AvgPool2D", "GlobalAveragePooling2D",
-           "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D"]
+__all__ = ["Conv2D", "DepthwiseConv2D", "MaxPool2D", "MaxPooling2D", "AveragePooling2D", "AvgPool2D",
+           "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPooling2D", "GlobalMaxPool2D"]
