@@ -277,6 +277,7 @@ def run_saved_model_to_logdir(args: argparse.Namespace) -> int:
     writer.close()
     print(f"wrote the graph of {args.dir} ({len(graph.node)} nodes) to {os.path.abspath(args.logdir)}; "
           f"view it with: tensorboard --logdir {args.logdir}")
+    return 0
 
 
 # -- jitflow capture ------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import os
 import threading
 import warnings
 from time import time as _now
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from tensorboard.compat.proto import summary_pb2
 

@@ -43,7 +43,7 @@ def cost(node: Any) -> float:
     op = node.op.tf_op
     out = sum(_elements(getattr(t, "_dims", ())) for t in node.outputs) or 1
     if op in _MATMULS and node.inputs:
-        a = getattr(node.inputs[0], "_dims", ()) or ()
+        a: tuple = getattr(node.inputs[0], "_dims", ()) or ()
         transposed = bool(node.attrs.get("transpose_a") or node.attrs.get("adj_x"))
         k = a[-2] if transposed and len(a) >= 2 else a[-1] if a else 1
         return 2.0 * out * (k if isinstance(k, int) and k > 0 else 1)

@@ -359,12 +359,12 @@ class Capture:
             events.sort(key=lambda e: e.start_ns)
             starts[tid] = [e.start_ns for e in events]
         for op in self.all_events():
-            events = by_thread.get(op.thread_id)
-            if not events:
+            thread_events = by_thread.get(op.thread_id)
+            if not thread_events:
                 continue
             k = bisect.bisect_left(starts[op.thread_id], op.start_ns)
-            while k < len(events) and events[k].start_ns < op.end_ns:
-                e = events[k]
+            while k < len(thread_events) and thread_events[k].start_ns < op.end_ns:
+                e = thread_events[k]
                 if e.end_ns <= op.end_ns and e.end_ns > op.start_ns:
                     op.compile_ns += e.end_ns - max(op.start_ns, e.start_ns)
                     op.start_ns = e.end_ns

@@ -77,8 +77,8 @@ def _call(addr: str, request: Any, timeout_s: float, attempts: int) -> Any:
                 if e.code().name not in _RETRIED or attempt + 1 == attempts:
                     break
                 time.sleep(min(1.0, 0.2 * (attempt + 1)))
-    code = last.code().name if hasattr(last, "code") else "UNKNOWN"
-    details = last.details() if hasattr(last, "details") else str(last)
+    code = last.code().name if hasattr(last, "code") else "UNKNOWN"  # type: ignore[union-attr]  # hasattr checked
+    details = last.details() if hasattr(last, "details") else str(last)  # type: ignore[union-attr]  # hasattr checked
     if code == "UNAVAILABLE":
         raise CaptureError(f"service_addr: no profiler server answers at {addr} after {attempts} attempt(s) "
                            f"({details}); start one in the training process with "

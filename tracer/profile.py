@@ -108,8 +108,8 @@ def spans(capture: Capture) -> List[Span]:
             out.append(_op_span(e, "op"))
     for e in capture.eager:
         out.append(_op_span(e, "eager"))
-    for e in capture.runtime:
-        out.append(_runtime_span(e))
+    for runtime_event in capture.runtime:
+        out.append(_runtime_span(runtime_event))
     return sorted(out, key=lambda s: (s.thread_id, s.line, s.start_ns, -(s.end_ns - s.start_ns)))
 
 
@@ -120,7 +120,8 @@ def _fusion_span(seg: Any, start_ns: int, end_ns: int, run: Any) -> Span:
     listed = ", ".join(names[:64]) + (f", ... ({len(names)} in all)" if len(names) > 64 else "")
     types = sorted({n.op.tf_op for n in fused})
     return Span(f"{run.concrete.name}/{seg.name}", "fusion", start_ns, end_ns, run.thread_id,
-                {"segment": seg.name, "fused_ops": listed, "fused_op_types": ", ".join(types), "num_fused_ops": len(names),
+                {"segment": seg.name, "fused_ops": listed, "fused_op_types": ", ".join(types),
+                 "num_fused_ops": len(names),
                  "function": run.concrete.name, "attribution": "estimated by cost, see docs/profiling.md"},
                 f"fusion {seg.name} ({len(names)} ops)")
 
@@ -201,8 +202,9 @@ def build_xspace(capture: Capture, host: str) -> Any:
                                           capture.wall_ns(origin))
     for span in all_spans:
         meta = builder.event_metadata(span.name, span.display or span.name)
-        event = lines[(span.thread_id, span.line)].events.add(metadata_id=meta, offset_ps=(span.start_ns - origin) * 1000,
-                                                 duration_ps=max(0, span.end_ns - span.start_ns) * 1000)
+        event = lines[(span.thread_id, span.line)].events.add(metadata_id=meta,
+                                                              offset_ps=(span.start_ns - origin) * 1000,
+                                                              duration_ps=max(0, span.end_ns - span.start_ns) * 1000)
         stats = dict(span.args)
         step = span.args.get("step_num") if span.category == "step" else steps.of(span)
         if step is not None:

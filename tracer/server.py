@@ -152,6 +152,7 @@ class ProfilerServer:
             stop.wait(duration / 1000.0)
         finally:
             captured = _capture.stop(recording)
+        assert captured is not None  # stopping the recording this call started returns it
         self.captures_served += 1
         response = sp.ProfileResponse(empty_trace=captured.empty)
         host = _file_host(request, self.port)

@@ -15,6 +15,8 @@ process exits without `MPI_Finalize` (which would wait for the dead peer too).
 """
 from __future__ import annotations
 
+import functools
+
 import atexit
 import os
 import queue
@@ -175,8 +177,8 @@ class Communicator:
             if len(members) == 1:
                 source = arrays[members[0]]
                 result = np.empty(source.size, dtype=dtype)
-                jobs.append(self._submit(lambda s=source.reshape(-1), r=result:
-                                         self.comm.Allreduce(s, r, op=self.mpi.SUM)))
+                jobs.append(self._submit(functools.partial(self.comm.Allreduce, source.reshape(-1), result,
+                                                           op=self.mpi.SUM)))
             else:
                 result = np.empty(sum(arrays[i].size for i in members), dtype=dtype)
                 offset = 0
@@ -184,8 +186,8 @@ class Communicator:
                     n = arrays[i].size
                     result[offset:offset + n] = arrays[i].reshape(-1)
                     offset += n
-                jobs.append(self._submit(lambda r=result: self.comm.Allreduce(self.mpi.IN_PLACE, r,
-                                                                              op=self.mpi.SUM)))
+                jobs.append(self._submit(functools.partial(self.comm.Allreduce, self.mpi.IN_PLACE, result,
+                                                           op=self.mpi.SUM)))
             results.append((members, result))
         self._await(what, jobs)
         for members, result in results:

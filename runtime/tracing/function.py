@@ -627,7 +627,8 @@ class Function(direct_call.FunctionBase):
                         return served.result
                     cf = served
         result = cf._call_flat(leaves)
-        if self._direct_arity >= 0 and cf._compile_state in _SETTLED and not instrument.enabled:  # (unused while tracing)
+        # (the direct path is unused while tracing)
+        if self._direct_arity >= 0 and cf._compile_state in _SETTLED and not instrument.enabled:
             self._enable_direct(values, cf)
         return result
 

@@ -62,6 +62,8 @@ NOT_HERE = {
     "WriteSummary": "tests/summary/test_summary_in_graph.py",
     "WriteImageSummary": "tests/summary/test_summary_in_graph.py",
     "WriteRawSummary": "tests/summary/test_summary_in_graph.py",
+    "WriteAudioSummary": "tests/summary/test_summary_in_function.py",
+    "WriteRawProtoSummary": "tests/summary/test_summary_in_function.py",
     "CopyToDevice": "tests/cuda/test_cuda_function.py (copies between devices)",
     "CopyFromDevice": "tests/cuda/test_cuda_function.py (copies between devices)",
 }
