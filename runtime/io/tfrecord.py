@@ -166,10 +166,24 @@ def open_reader(path: str, compression: str, buffer_size: Optional[int] = None) 
     except IsADirectoryError:
         raise NotFoundError(f"{path} is a directory, not a TFRecord file") from None
     if compression == "GZIP":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # closes with raw via reader close
+        return _GzipReader(raw)
     if compression == "ZLIB":
         return _ZlibReader(raw)
     return raw
+
+
+class _GzipReader(gzip.GzipFile):
+    """A GzipFile that closes the file under it too (GzipFile leaves a passed `fileobj` open)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        super().__init__(fileobj=raw, mode="rb")
+        self._raw = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
 
 
 class _ZlibReader:
