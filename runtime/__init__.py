@@ -17,6 +17,7 @@ registered; the names below are what `jitflow` re-exports.
 """
 from jitflow.runtime import backends as _backends  # noqa: F401 - registers the CUDA table loader
 from jitflow.runtime.autodiff import gradients as _gradients  # noqa: F401 - registers op gradients
+from jitflow.runtime.autodiff import extra_gradients as _extra_gradients  # noqa: F401 - gradients of the extra ops
 from jitflow.runtime.autodiff.tape import GradientTape
 from jitflow.runtime.core import dtypes, errors
 from jitflow.runtime.core.context import executing_eagerly, init_scope, name_scope
@@ -29,6 +30,10 @@ from jitflow.runtime.core.tensor import Tensor, TensorSpec
 from jitflow.runtime.execution import config
 from jitflow.runtime.ops import io_ops as _io_ops  # noqa: F401 - registers PyFunc/PrintV2
 from jitflow.runtime.ops import nn_ops as _nn_ops  # noqa: F401 - registers the cross-entropy ops
+from jitflow.runtime.ops.array_extra_ops import broadcast_to, einsum, eye, linspace, split, tile
+from jitflow.runtime.ops.clip_ops import clip_by_global_norm, clip_by_norm, clip_by_value
+from jitflow.runtime.ops.math_extra_ops import argsort, ceil, floor, round, rsqrt, sort
+from jitflow.runtime.ops import nn_extra_ops as _nn_extra_ops  # noqa: F401 - jf.nn.dropout, l2_loss
 from jitflow.runtime.ops.array_ops import (cast, concat, expand_dims, fill, identity, ones, ones_like,
                                            range, rank, reshape, shape, size, squeeze, stack,
                                            stop_gradient, transpose, unstack, where, zeros,
@@ -67,14 +72,16 @@ __all__ = [
     "constant", "convert_to_tensor", "cast", "concat", "expand_dims", "fill", "identity", "ones",
     "ones_like", "range", "rank", "reshape", "shape", "size", "squeeze", "stack", "stop_gradient",
     "transpose", "unstack", "where", "zeros", "zeros_like", "gather", "one_hot", "pad",
-    "tensor_scatter_nd_update", "print", "py_function", "TensorArray",
+    "tensor_scatter_nd_update", "print", "py_function", "TensorArray", "broadcast_to", "einsum", "eye",
+    "linspace", "split", "tile", "clip_by_global_norm", "clip_by_norm", "clip_by_value", "argsort",
+    "sort",
     # math
     "abs", "add", "argmax", "argmin", "cos", "divide", "equal", "exp", "floordiv", "greater",
     "greater_equal", "is_finite", "less", "less_equal", "log", "logical_and", "logical_not",
     "logical_or", "matmul", "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "pow",
     "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min",
     "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "sigmoid", "sign", "sin", "sqrt",
-    "square", "subtract", "tanh", "truediv",
+    "square", "subtract", "tanh", "truediv", "ceil", "floor", "round", "rsqrt",
     # functions, control flow, gradients
     "function", "Function", "ConcreteFunction", "RetraceWarning", "trace_records", "cond", "while_loop",
     "GradientTape",

@@ -175,6 +175,30 @@ def min_nan_(a, b):
 
 
 # -- reductions over the last axis of a 2-D array --------------------------------------
+# Every kernel here must accept an empty last axis (inner == 0): the compiled tier calls
+# them directly, so a kernel that starts from x[i, 0] would read past the buffer.
+def lowest_of(x):
+    """The identity of max over `x`'s dtype: -inf for floats, the smallest integer."""
+
+
+def highest_of(x):
+    """The identity of min over `x`'s dtype: +inf for floats, the largest integer."""
+
+
+@overload(lowest_of)
+def _lowest_of(x):
+    dt = x.dtype
+    value = -np.inf if isinstance(dt, types.Float) else np.iinfo(str(dt)).min
+    return lambda x: value
+
+
+@overload(highest_of)
+def _highest_of(x):
+    dt = x.dtype
+    value = np.inf if isinstance(dt, types.Float) else np.iinfo(str(dt)).max
+    return lambda x: value
+
+
 @njit(cache=True)
 def reduce_sum_2d(x, out):
     for i in range(x.shape[0]):
@@ -213,6 +237,9 @@ def reduce_prod_int_2d(x, out):
 
 @njit(cache=True)
 def reduce_max_2d(x, out):
+    if x.shape[1] == 0:
+        out[:] = lowest_of(x)
+        return
     for i in range(x.shape[0]):
         acc = x[i, 0]
         for j in range(1, x.shape[1]):
@@ -226,6 +253,9 @@ def reduce_max_2d(x, out):
 
 @njit(cache=True)
 def reduce_min_2d(x, out):
+    if x.shape[1] == 0:
+        out[:] = highest_of(x)
+        return
     for i in range(x.shape[0]):
         acc = x[i, 0]
         for j in range(1, x.shape[1]):
@@ -281,6 +311,8 @@ def argmin_2d(x, out):
 
 @njit(cache=True)
 def softmax_2d(x, out):
+    if x.shape[1] == 0:  # nothing to normalise (and no x[i, 0] to start from)
+        return
     for i in range(x.shape[0]):
         m = x[i, 0]
         for j in range(1, x.shape[1]):
@@ -297,6 +329,8 @@ def softmax_2d(x, out):
 
 @njit(cache=True)
 def log_softmax_2d(x, out):
+    if x.shape[1] == 0:  # nothing to normalise (and no x[i, 0] to start from)
+        return
     for i in range(x.shape[0]):
         m = x[i, 0]
         for j in range(1, x.shape[1]):
