@@ -30,8 +30,8 @@ def expm1_(a): return math.expm1(a)
 def erf_(a): return math.erf(a)
 def rsqrt_(a): return 1.0 / math.sqrt(a) if a > 0 else (math.inf if a == 0 else math.nan)
 def reciprocal_(a): return 1 / a
-def floor_(a): return math.floor(a)
-def ceil_(a): return math.ceil(a)
+def floor_(a): return np.floor(a)  # math.floor would return an int (NaN, inf break)
+def ceil_(a): return np.ceil(a)
 def tan_(a): return math.tan(a)
 def atan_(a): return math.atan(a)
 def asin_(a): return math.asin(a) if -1 <= a <= 1 else math.nan

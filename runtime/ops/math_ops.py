@@ -387,13 +387,13 @@ def _softmax_kernel(kernel_2d):
 
 
 def _softmax_ref(logits, axis):
-    e = np.exp(logits - np.max(logits, axis=axis, keepdims=True))
+    e = np.exp(logits - np.max(logits, axis=axis, keepdims=True, initial=-np.inf))
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
 def _log_softmax_ref(logits, axis):
     # x - max - log(sum(exp(x - max))): log(softmax) would give -inf where softmax underflows.
-    shifted = logits - np.max(logits, axis=axis, keepdims=True)
+    shifted = logits - np.max(logits, axis=axis, keepdims=True, initial=-np.inf)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
