@@ -1,7 +1,7 @@
 """numba-compiled CPU kernels.
 
 Everything compiles lazily, on first use for each dtype, and caches to disk
-(`cache=True`), so importing jitflow compiles nothing and a second process loads
+(`cache=True` where numba can write, see `core/numba_cache`), so importing jitflow compiles nothing and a second process loads
 machine code instead of recompiling.
 
 - Elementwise ops are numba `vectorize` ufuncs (numpy broadcasting for free). Loops are
@@ -21,6 +21,11 @@ from typing import Callable, Dict, Tuple
 import numpy as np
 from numba import njit, types, vectorize
 from numba.extending import overload
+
+from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.core import numba_cache
+
+_CACHE = numba_cache.usable(__file__)  # False (one warning) where numba cannot write a cache
 
 _lock = threading.Lock()
 
@@ -51,7 +56,7 @@ class UfuncKernel:
             if found is None:
                 out = "bool_" if self._out == "bool" else dtypes[0].name
                 sig = f"{out}({', '.join(d.name for d in dtypes)})"
-                compiled = vectorize([sig], cache=True)(self._scalar_fn)
+                compiled = vectorize([sig], cache=_CACHE)(self._scalar_fn)
                 # The plain numpy ufunc inside numba's DUFunc wrapper costs ~0.4 µs a call,
                 # the wrapper ~1 µs: keep the ufunc.
                 found = self._loops[key] = getattr(compiled, "ufunc", compiled)
@@ -77,12 +82,44 @@ class UfuncKernel:
         return self.ufunc_for(tuple(d.as_numpy_dtype for d in in_dtypes))
 
 
+class IntDivKernel(UfuncKernel):
+    """FloorDiv/FloorMod: integer division by zero raises InvalidArgumentError, as in TF
+    (the ufunc alone would return 0). Floats divide by zero to inf/NaN as usual."""
+
+    def __call__(self, *arrays):
+        _check_int_divisor(arrays[1])
+        return super().__call__(*arrays)
+
+    def bind(self, attrs, in_dtypes):
+        run = super().bind(attrs, in_dtypes)
+        if not in_dtypes[1].is_integer:
+            return run
+
+        def checked(x, y):
+            _check_int_divisor(y)
+            return run(x, y)
+        return checked
+
+
+def _check_int_divisor(y) -> None:
+    y = np.asarray(y)
+    if y.dtype.kind in "iu" and (y == 0).any():
+        raise InvalidArgumentError("Integer division by zero")
+
+
 # -- elementwise scalar functions (compiled by vectorize) ------------------------------
 def add_(a, b): return a + b
 def sub_(a, b): return a - b
 def mul_(a, b): return a * b
 def div_(a, b): return a / b
-def floordiv_(a, b): return a // b
+def floordiv_(a, b):
+    # MIN // -1 overflows; TF (two's complement) gives MIN. `-a < 0` with `a < 0` holds only
+    # for the smallest integer (-MIN wraps to MIN), never for floats.
+    if b == -1 and a < 0 and -a < 0:
+        return a
+    return a // b
+
+
 def mod_(a, b): return a % b
 def pow_(a, b): return a ** b
 def eq_(a, b): return a == b
@@ -199,7 +236,7 @@ def _highest_of(x):
     return lambda x: value
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_sum_2d(x, out):
     for i in range(x.shape[0]):
         acc = 0.0
@@ -208,7 +245,7 @@ def reduce_sum_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_sum_int_2d(x, out):
     for i in range(x.shape[0]):
         acc = 0
@@ -217,7 +254,7 @@ def reduce_sum_int_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_prod_2d(x, out):
     for i in range(x.shape[0]):
         acc = 1.0
@@ -226,7 +263,7 @@ def reduce_prod_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_prod_int_2d(x, out):
     for i in range(x.shape[0]):
         acc = 1
@@ -235,7 +272,7 @@ def reduce_prod_int_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_max_2d(x, out):
     if x.shape[1] == 0:
         out[:] = lowest_of(x)
@@ -251,7 +288,7 @@ def reduce_max_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_min_2d(x, out):
     if x.shape[1] == 0:
         out[:] = highest_of(x)
@@ -267,7 +304,7 @@ def reduce_min_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_all_2d(x, out):
     for i in range(x.shape[0]):
         acc = True
@@ -278,7 +315,7 @@ def reduce_all_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_any_2d(x, out):
     for i in range(x.shape[0]):
         acc = False
@@ -289,7 +326,7 @@ def reduce_any_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def argmax_2d(x, out):
     for i in range(x.shape[0]):
         best = 0
@@ -299,7 +336,7 @@ def argmax_2d(x, out):
         out[i] = best
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def argmin_2d(x, out):
     for i in range(x.shape[0]):
         best = 0
@@ -309,7 +346,7 @@ def argmin_2d(x, out):
         out[i] = best
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def softmax_2d(x, out):
     if x.shape[1] == 0:  # nothing to normalise (and no x[i, 0] to start from)
         return
@@ -327,7 +364,7 @@ def softmax_2d(x, out):
             out[i, j] = out[i, j] / total
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def log_softmax_2d(x, out):
     if x.shape[1] == 0:  # nothing to normalise (and no x[i, 0] to start from)
         return
@@ -345,13 +382,13 @@ def log_softmax_2d(x, out):
 
 
 # -- matmul ----------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=_CACHE)
 def matmul_float_3d(a, b, out):
     for i in range(a.shape[0]):
         out[i] = np.dot(a[i], b[i])
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def matmul_int_3d(a, b, out):
     for n in range(a.shape[0]):
         for i in range(a.shape[1]):
@@ -362,13 +399,13 @@ def matmul_int_3d(a, b, out):
                 out[n, i, j] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def matmul_float_2d(a, b):
     return np.dot(a, b)
 
 
 # -- random: xoroshiro128+ streams -----------------------------------------------------
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _splitmix64(x):
     x = (x + np.uint64(0x9E3779B97F4A7C15))
     z = x
@@ -377,7 +414,7 @@ def _splitmix64(x):
     return x, z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def seed_state(seed, state):
     x = np.uint64(seed)
     x, a = _splitmix64(x)
@@ -386,12 +423,12 @@ def seed_state(seed, state):
     state[1] = b
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _next_double(state):
     s0 = state[0]
     s1 = state[1]
@@ -402,7 +439,7 @@ def _next_double(state):
     return (result >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def fill_uniform(state, out, low, high):
     flat = out.reshape(-1)
     span = high - low
@@ -410,7 +447,7 @@ def fill_uniform(state, out, low, high):
         flat[i] = low + span * _next_double(state)
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def fill_normal(state, out, mean, stddev):
     flat = out.reshape(-1)
     n = flat.size
@@ -427,7 +464,7 @@ def fill_normal(state, out, mean, stddev):
         i += 2
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def fill_uniform_int(state, out, low, high):
     flat = out.reshape(-1)
     span = float(high) - float(low)  # in float: `high - low` can overflow int64

@@ -14,6 +14,9 @@ import numpy as np
 from numba import njit
 
 from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core import numba_cache
+
+_CACHE = numba_cache.usable(__file__)  # False (one warning) where numba cannot write a cache
 from jitflow.runtime.core.context import name_scope
 from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.ops import array_ops as A
@@ -41,7 +44,7 @@ def cosh_(a): return math.cosh(a)
 def softsign_(a): return a / (1 + abs(a))
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _round_half_even(a):
     """TF's Round: to the nearest integer, ties to even (banker's rounding)."""
     if a != a or math.isinf(a):
@@ -270,7 +273,7 @@ def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False, name=None):
 
 
 # -- cumsum --------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=_CACHE)
 def cumsum_2d(x, out, exclusive, reverse, zero):
     n = x.shape[1]
     for i in range(x.shape[0]):
@@ -287,7 +290,8 @@ def cumsum_2d(x, out, exclusive, reverse, zero):
 
 def _along_last(x: np.ndarray, axis: int):
     moved = np.moveaxis(x, axis, -1)
-    return np.ascontiguousarray(moved).reshape(-1, x.shape[axis] if x.ndim else 1), moved.shape
+    outer = int(np.prod(moved.shape[:-1], dtype=np.int64))  # not -1: ambiguous when the axis is empty
+    return np.ascontiguousarray(moved).reshape(outer, x.shape[axis]), moved.shape
 
 
 def _cumsum_kernel(x, axis, exclusive, reverse):

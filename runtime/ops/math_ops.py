@@ -79,7 +79,8 @@ _UNARY = [
 ]
 
 for _op, _pub, _name, _kinds, _out, _fn, _ref in _BINARY:
-    _kernel = K.UfuncKernel(_fn, "bool" if _out is _dt.bool_ else "same", _op)
+    _kernel = (K.IntDivKernel if _op in ("FloorDiv", "FloorMod") else K.UfuncKernel)(
+        _fn, "bool" if _out is _dt.bool_ else "same", _op)
     if "s" in _kinds:
         register(_op, elementwise(_kinds, _out), cpu=_object_safe(_kernel, _ref), reference=_ref,
                  public_name=_pub, default_name=_name)
