@@ -9,6 +9,7 @@ is what makes the `if self.v is None:` pattern work and `inner_var` fail (seed 0
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import inspect
 import itertools
@@ -25,7 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from jitflow.runtime.autodiff import tape as autodiff
-from jitflow.runtime.tracing import autograph, autograph_ops
+from jitflow.runtime.tracing import autograph, autograph_ops, trace_types
 from jitflow.runtime.execution import compiler, direct_call
 from jitflow.runtime.core import context, instrument
 from jitflow.runtime.tracing import trace_records as _records
@@ -658,7 +659,7 @@ class Function(direct_call.FunctionBase):
                 _code_traces[code] += 1
         else:
             reason = _records.RETRACE
-            previous = [cf._key[1] for cf in self._concretes]
+            previous = [cf._key[1] for cf in self._concretes[-trace_types.CLOSEST_WINDOW:]]
             changes = tuple(closest(self._param_names, previous, key[1]) or ())
         trace_key = key
         if self._reduce_retracing and self._concretes:
@@ -801,7 +802,7 @@ class Function(direct_call.FunctionBase):
         if self._warned:
             return
         window_start = self._call_count - RETRACE_WARNING_WINDOW
-        recent = sum(1 for c in self._trace_calls if c > window_start)
+        recent = len(self._trace_calls) - bisect.bisect_right(self._trace_calls, window_start)  # sorted
         if recent >= RETRACE_WARNING_TRACES:
             self._warned = True
             common = _most_common_change(self._id)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Tuple
 
 from jitflow.runtime.tracing.trace_types import ArgChange
 
@@ -107,11 +107,16 @@ def advice_for(changes: Tuple[ArgChange, ...], reason_kind: str, function: str) 
     return "Keep the argument types, shapes and Python values stable between calls."
 
 
+# The registry keeps the most recent records only: a program that retraces forever must
+# not grow without bound (subscribers, e.g. the summary writer, see every record).
+MAX_RECORDS = 10_000
+
+
 class TraceRegistry:
-    """Keeps every record of this process and notifies subscribers (thread-safe)."""
+    """Keeps the last MAX_RECORDS records of this process and notifies subscribers (thread-safe)."""
 
     def __init__(self) -> None:
-        self._records: List[TraceRecord] = []
+        self._records: Deque[TraceRecord] = deque(maxlen=MAX_RECORDS)
         self._subscribers: Dict[int, Callable[[TraceRecord], None]] = {}
         self._lock = threading.Lock()
         self._next = 0

@@ -149,12 +149,32 @@ class ArgChange:
                 "detail": self.detail, "text": str(self)}
 
 
+# Records must stay small whatever the arguments are: a Python value is shown by at most
+# VALUE_CHARS characters, and one argument contributes at most MAX_CHANGES changes.
+VALUE_CHARS = 120
+MAX_CHANGES = 8
+# A retrace's reason is diffed against at most this many recent traces, so its cost does not
+# grow with the number of earlier traces.
+CLOSEST_WINDOW = 16
+
+
+def short_repr(value: Any, limit: int = VALUE_CHARS) -> str:
+    """repr(value), cut to `limit` characters with the full length noted."""
+    if isinstance(value, (str, bytes)) and len(value) > 4 * limit:  # do not repr megabytes
+        value = value[:limit + 1]
+        return repr(value)[:limit] + f"... ({type(value).__name__} cut at {limit} characters)"
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
 def describe(key: Any) -> str:
     tag = key[0]
     if tag == TENSOR:
         return f"{key[1].name} tensor of shape {format_dims(key[2])}"
     if tag == PRIM:
-        return f"Python {key[1].__name__} {key[2]!r}"
+        return f"Python {key[1].__name__} {short_repr(key[2])}"
     if tag == OBJECT:
         return key[1].describe()
     if tag == LIST:
@@ -185,13 +205,21 @@ def diff(old: Any, new: Any, path: str) -> List[ArgChange]:
     if tag == PRIM:
         if old[1] is not new[1]:
             return [ArgChange(path, "type", describe(old), describe(new))]
-        return [ArgChange(path, "value", repr(old[2]), repr(new[2]), f"Python {old[1].__name__}")]
+        return [ArgChange(path, "value", short_repr(old[2]), short_repr(new[2]), f"Python {old[1].__name__}")]
     if tag == OBJECT:
         return [ArgChange(path, "object", describe(old), describe(new))]
     if tag in (LIST, TUPLE) and len(old[1]) == len(new[1]):
         out: List[ArgChange] = []
+        differing = 0
         for i, (a, b) in enumerate(zip(old[1], new[1])):
-            out += diff(a, b, f"{path}[{i}]")
+            if a == b:
+                continue
+            differing += 1
+            if len(out) < MAX_CHANGES:
+                out += diff(a, b, f"{path}[{i}]")
+        if differing > MAX_CHANGES:
+            out = out[:MAX_CHANGES] + [ArgChange(path, "value", "...", "...",
+                                                 f"{differing - MAX_CHANGES} more elements changed;")]
         return out
     if tag == NAMEDTUPLE and old[1] is new[1] and len(old[2]) == len(new[2]):
         out = []
@@ -209,17 +237,22 @@ def diff(old: Any, new: Any, path: str) -> List[ArgChange]:
 def diff_args(names: Sequence[str], old: Tuple, new: Tuple) -> List[ArgChange]:
     changes: List[ArgChange] = []
     for name, a, b in zip(names, old, new):
-        changes += diff(a, b, f"arg {name!r}")
+        changes += diff(a, b, f"arg {name!r}")[:MAX_CHANGES + 1]
     return changes
 
 
 def closest(names: Sequence[str], candidates: Sequence[Tuple], new: Tuple) -> Optional[List[ArgChange]]:
-    """The change list against the cached key that differs least (latest wins ties)."""
+    """The change list against the cached key that differs least (latest wins ties).
+
+    Only the last CLOSEST_WINDOW candidates are compared, newest first, stopping at a
+    single change (nothing differs less from a key that missed the cache)."""
     best: Optional[List[ArgChange]] = None
-    for old in candidates:
+    for old in reversed(candidates[-CLOSEST_WINDOW:]):
         changes = diff_args(names, old, new)
-        if best is None or len(changes) <= len(best):
+        if best is None or len(changes) < len(best):
             best = changes
+            if len(best) <= 1:
+                break
     return best
 
 
