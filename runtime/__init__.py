@@ -18,7 +18,10 @@ registered; the names below are what `jitflow` re-exports.
 from jitflow.runtime import backends as _backends  # noqa: F401 - registers the CUDA table loader
 from jitflow.runtime.autodiff import gradients as _gradients  # noqa: F401 - registers op gradients
 from jitflow.runtime.autodiff import extra_gradients as _extra_gradients  # noqa: F401 - gradients of the extra ops
+from jitflow.runtime.autodiff import jacobians as _jacobians  # noqa: F401 - GradientTape.jacobian/batch_jacobian
+from jitflow.runtime.autodiff.custom_gradient import UnconnectedGradients, custom_gradient
 from jitflow.runtime.autodiff.tape import GradientTape
+from jitflow.runtime.state.variable_options import VariableAggregation, VariableSynchronization
 from jitflow.runtime.core import dtypes, errors
 from jitflow.runtime.core.context import executing_eagerly, init_scope, name_scope
 from jitflow.runtime.core.devices import device
@@ -84,7 +87,8 @@ __all__ = [
     "square", "subtract", "tanh", "truediv", "ceil", "floor", "round", "rsqrt",
     # functions, control flow, gradients
     "function", "Function", "ConcreteFunction", "RetraceWarning", "trace_records", "cond", "while_loop",
-    "GradientTape",
+    "GradientTape", "custom_gradient", "UnconnectedGradients", "VariableAggregation",
+    "VariableSynchronization",
     # training
     "Checkpoint", "CheckpointManager", "latest_checkpoint", "constant_initializer", "ones_initializer",
     "random_normal_initializer", "random_uniform_initializer", "zeros_initializer",

@@ -47,7 +47,7 @@ class DType:
         return f"jf.{self.name}"
 
     def __str__(self) -> str:
-        return self.name
+        return f"<dtype: {self.name!r}>"  # TF's str(tf.float32)
 
     def __reduce__(self):
         return (as_dtype, (self.name,))

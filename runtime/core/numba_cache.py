@@ -37,6 +37,16 @@ def usable(source_file: str) -> bool:
 def _probe(source_file: str) -> bool:
     from numba.core.caching import FunctionCache  # numba is imported by every caller already
 
+    if not os.path.exists(source_file):  # numba's locators stat the source: probe with a stand-in
+        source_file = os.path.join(os.path.dirname(os.path.abspath(source_file)), "_numba_cache_probe.py")
+        try:
+            os.makedirs(os.path.dirname(source_file), exist_ok=True)
+            if not os.path.exists(source_file):
+                with open(source_file, "w", encoding="utf-8") as f:
+                    f.write("# written by jitflow to ask numba whether it can cache here\n")
+        except OSError:
+            return False
+
     def probe():
         pass
     probe.__code__ = probe.__code__.replace(co_filename=os.path.abspath(source_file))

@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from jitflow.runtime.autodiff import tape as autodiff
+from jitflow.runtime.execution import config as _config
 from jitflow.runtime.tracing import autograph, autograph_ops, trace_types
 from jitflow.runtime.execution import compiler, direct_call
 from jitflow.runtime.core import context, instrument
@@ -422,6 +423,9 @@ def _conform(value: Any, spec: TensorSpec, path: str, fname: str) -> Any:
 
 
 # -- Function ----------------------------------------------------------------------------
+_eager_mode = _config.eager_mode  # jf.config.run_functions_eagerly
+
+
 class Function(direct_call.FunctionBase):
     """A polymorphic traced function: holds one ConcreteFunction per input signature.
 
@@ -467,6 +471,7 @@ class Function(direct_call.FunctionBase):
         self.tracing_count = 0
         self._trace_calls: deque = deque(maxlen=RETRACE_WARNING_WINDOW)
         self._warned = False
+        _eager_mode.functions.add(self)
 
     def _check_signature(self, input_signature: Optional[Sequence[Any]]):
         if input_signature is None:
@@ -565,6 +570,8 @@ class Function(direct_call.FunctionBase):
     # else calls `_call_general`.
     def _call_general(self, *args: Any, **kwargs: Any) -> Any:
         """A call the direct path did not take: bind, key, find or trace, run."""
+        if _eager_mode.on:  # jf.config.run_functions_eagerly(True): plain Python, for debugging
+            return self._python_function(*args, **kwargs)
         if self._input_signature is not None:
             leaves = self._bind_signature(args, kwargs)
             cf = self._signature_cf or self._signature_function(_records.FIRST_CALL)
@@ -591,6 +598,8 @@ class Function(direct_call.FunctionBase):
 
     def _enable_direct(self, values: tuple, cf: ConcreteFunction) -> None:
         """Let later calls with these argument types go straight to `cf` (see direct_call)."""
+        if _eager_mode.on:
+            return
         key = direct_call.table_key(values)
         if key is not None and key not in self._direct:
             entry = direct_call.table_entry(cf)
