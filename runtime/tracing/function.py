@@ -28,6 +28,7 @@ import numpy as np
 from jitflow.runtime.autodiff import tape as autodiff
 from jitflow.runtime.execution import config as _config
 from jitflow.runtime.tracing import autograph, autograph_ops, trace_types
+from jitflow.runtime.tracing import function_type as _function_type
 from jitflow.runtime.execution import compiler, direct_call
 from jitflow.runtime.core import context, instrument
 from jitflow.runtime.tracing import trace_records as _records
@@ -205,13 +206,26 @@ class ConcreteFunction:
 
     trainable_variables = property(lambda self: tuple(v for v in self.variables if v.trainable))
 
-    def pretty_printed_signature(self) -> str:
-        args, kwargs = self.structured_input_signature
-        parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
-        return f"{self.function._name}({', '.join(parts)})"
+    def pretty_printed_signature(self, verbose: bool = True) -> str:
+        """TF's format: the Input Parameters / Output Type / Captures block (verbose), or
+        `(x: TensorSpec(...)) -> TensorSpec(...)`."""
+        return _function_type.verbose_signature(self) if verbose else _function_type.short_signature(self)
+
+    @property
+    def function_type(self) -> "_function_type.FunctionType":
+        """Parameters with their type constraints, and the output type (TF's `FunctionType`)."""
+        return _function_type.function_type(self)
+
+    @property
+    def inference_fn(self) -> "ConcreteFunction":
+        """The function that runs the forward graph (TF's AtomicFunction); here, this one."""
+        return self
+
+    def __str__(self) -> str:
+        return "ConcreteFunction " + self.pretty_printed_signature(verbose=True)
 
     def __repr__(self) -> str:
-        return f"<ConcreteFunction {self.pretty_printed_signature()} at {id(self):#x}>"
+        return f"<ConcreteFunction {self.pretty_printed_signature(verbose=False)} at {id(self):#X}>"
 
     # -- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -608,6 +622,24 @@ class Function(direct_call.FunctionBase):
 
     def __repr__(self) -> str:
         return f"<jf.Function {self._qualname} ({self.tracing_count} traces)>"
+
+    def pretty_printed_concrete_signatures(self, verbose: bool = True) -> str:
+        """Every traced signature in TF's printed format, separated by blank lines.
+
+        >>> import jitflow as jf
+        >>> f = jf.function(lambda x: x)
+        >>> _ = f(jf.constant(1.0))
+        >>> print(f.pretty_printed_concrete_signatures())  # doctest: +NORMALIZE_WHITESPACE
+        Input Parameters:
+          x (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(), dtype=jf.float32, name=None)
+        Output Type:
+          TensorSpec(shape=(), dtype=jf.float32, name=None)
+        Captures:
+          None
+        """
+        with self._lock:
+            concretes = list(self._concretes)
+        return "\n\n".join(cf.pretty_printed_signature(verbose) for cf in concretes)
 
     # -- binding --------------------------------------------------------------------------
     def _bind(self, args: tuple, kwargs: dict) -> tuple:
