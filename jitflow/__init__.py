@@ -15,6 +15,7 @@ but are not `jf.<name>`.
 from jitflow import runtime as _runtime
 from jitflow.runtime import *  # noqa: F401,F403 - the runtime's __all__
 from jitflow import autograph, config, initializers, losses, math, nn, optimizers, random, train  # noqa: E402
+from jitflow import linalg, test, types  # noqa: E402
 from jitflow import summary  # noqa: E402
 from jitflow.tracer import profiler  # noqa: E402
 
@@ -26,7 +27,7 @@ globals()["bool"] = _runtime.bool_
 
 __all__ = sorted(set(_runtime.__all__) | {
     "bool", "autograph", "config", "initializers", "losses", "math", "nn", "optimizers", "random",
-    "train", "summary", "profiler", "__version__",
+    "train", "summary", "profiler", "linalg", "test", "types", "__version__",
 } - {"__version__"})
 
 

@@ -8,6 +8,8 @@ Comparing a missed key with the cached ones yields the retrace reason, e.g.
 """
 from __future__ import annotations
 
+import abc
+
 import weakref
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
@@ -55,6 +57,70 @@ class ObjectRef:
         return f"<{self.type_name} at {self._id:#x}>"
 
 
+class TraceType(abc.ABC):
+    """How `jf.function` keys a Python object it traces with (TF's `tf.types.experimental.TraceType`).
+
+    An argument whose class defines `__tf_tracing_type__(self, context)` is keyed by the
+    TraceType it returns instead of by identity: two objects whose trace types are equal
+    (`__eq__`, `__hash__`) share one trace.
+
+    >>> class Fruit(TraceType):
+    ...     def __init__(self, kind): self.kind = kind
+    ...     def is_subtype_of(self, other): return self == other
+    ...     def most_specific_common_supertype(self, others): return self if all(self == o for o in others) else None
+    ...     def placeholder_value(self, placeholder_context=None): return self.kind
+    ...     def __eq__(self, other): return isinstance(other, Fruit) and other.kind == self.kind
+    ...     def __hash__(self): return hash(self.kind)
+    >>> Fruit("apple") == Fruit("apple")
+    True
+    """
+
+    @abc.abstractmethod
+    def is_subtype_of(self, other: "TraceType") -> bool:
+        """Whether a trace for `other` also serves values of this type."""
+
+    @abc.abstractmethod
+    def most_specific_common_supertype(self, others: Any) -> Any:
+        """The narrowest type covering this one and `others` (None if there is none)."""
+
+    @abc.abstractmethod
+    def placeholder_value(self, placeholder_context: Any = None) -> Any:
+        """The value the Python function sees while tracing."""
+
+    @abc.abstractmethod
+    def __eq__(self, other: Any) -> bool:
+        ...
+
+    @abc.abstractmethod
+    def __hash__(self) -> int:
+        ...
+
+
+class TraceTypeRef:
+    """An OBJECT key for an argument with `__tf_tracing_type__`: equal when the types are."""
+
+    __slots__ = ("trace_type", "value", "type_name")
+
+    def __init__(self, trace_type: Any, value: Any) -> None:
+        self.trace_type = trace_type
+        self.value = value
+        self.type_name = type(value).__name__
+
+    def get(self) -> Any:
+        return self.value
+
+    alive = True
+
+    def __hash__(self) -> int:
+        return hash(self.trace_type)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, TraceTypeRef) and other.trace_type == self.trace_type
+
+    def describe(self) -> str:
+        return f"<{self.type_name} of trace type {short_repr(self.trace_type)}>"
+
+
 def make_key(value: Any, leaves: List[Any]) -> Any:
     """The cache-key tree of `value`; appends tensor-like leaves (fed at call time)."""
     cls = value.__class__
@@ -86,6 +152,9 @@ def make_key(value: Any, leaves: List[Any]) -> Any:
     if isinstance(value, Tensor):
         leaves.append(value)
         return (TENSOR, value._dtype, value._dims)
+    tracing_type = getattr(value, "__tf_tracing_type__", None)
+    if tracing_type is not None:
+        return (OBJECT, TraceTypeRef(tracing_type(None), value))
     return (OBJECT, ObjectRef(value))
 
 
