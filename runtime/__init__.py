@@ -25,6 +25,7 @@ from jitflow.runtime.state.variable_options import VariableAggregation, Variable
 from jitflow.runtime.core import dtypes, errors
 from jitflow.runtime.core.context import executing_eagerly, init_scope, name_scope
 from jitflow.runtime.core.devices import device
+from jitflow.runtime.core.dtypes import complex64, complex128
 from jitflow.runtime.core.dtypes import (DType, as_dtype, bool_, double, float16, float32, float64,
                                          half, int8, int16, int32, int64, string, uint8)
 from jitflow.runtime.core.graph import Graph
@@ -67,7 +68,7 @@ from jitflow.runtime.training.initializers import (constant_initializer, ones_in
 __all__ = [
     # types
     "DType", "as_dtype", "bool_", "double", "float16", "float32", "float64", "half", "int8", "int16",
-    "int32", "int64", "string", "uint8", "Tensor", "TensorSpec", "TensorShape", "Variable", "Module",
+    "int32", "int64", "string", "uint8", "complex64", "complex128", "Tensor", "TensorSpec", "TensorShape", "Variable", "Module",
     "Graph", "dtypes", "errors",
     # execution context
     "executing_eagerly", "init_scope", "name_scope", "device", "config",

@@ -90,6 +90,8 @@ def _infer_numpy(value: Any) -> np.ndarray:
         return np.array(value, dtype=_dt.python_scalar_dtype(value).as_numpy_dtype)
     elif isinstance(value, float):
         return np.array(value, dtype=np.float32)
+    elif isinstance(value, complex):
+        return np.array(value, dtype=np.complex128)
     elif isinstance(value, (str, bytes)):
         arr = np.empty((), dtype=object)
         arr[()] = value.encode("utf-8") if isinstance(value, str) else value
@@ -126,7 +128,7 @@ def _infer_numpy(value: Any) -> np.ndarray:
             return _encode_strings(arr)
         raise TypeError("value: a list of mixed or non-numeric objects cannot be converted to a "
                         "jf.Tensor; use a nested list of numbers or strings")
-    if kind not in "biuf":
+    if kind not in "biufc":
         raise TypeError(f"value: numpy dtype {arr.dtype} has no jitflow equivalent; expected one "
                         f"of {', '.join(d.name for d in _dt.ALL_DTYPES)}")
     try:
