@@ -65,6 +65,9 @@ from jitflow.runtime.training.initializers import (constant_initializer, ones_in
                                                    random_normal_initializer,
                                                    random_uniform_initializer, zeros_initializer)
 
+# TF also spells cast `tf.dtypes.cast`; the dtypes module sits below the ops, so it is bound here.
+dtypes.cast = cast
+
 __all__ = [
     # types
     "DType", "as_dtype", "bool_", "double", "float16", "float32", "float64", "half", "int8", "int16",

@@ -36,7 +36,7 @@ def normalize(value: Any, prefix: str) -> Any:
         return {"TensorShape": None if value.rank is None else [d for d in value.as_list()]}
     if type_name == "DType":
         return {"DType": value.name}
-    if hasattr(value, "dtype") and hasattr(value, "shape") and hasattr(value, "op" if prefix == "tf." else "name"):
+    if hasattr(value, "dtype") and hasattr(value, "shape") and (hasattr(value, "numpy") or hasattr(value, "op")):
         try:
             arr = np.asarray(value.numpy())
         except Exception:  # a graph tensor (TF's has no numpy at all, jitflow's raises AttributeError)
