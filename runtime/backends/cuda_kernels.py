@@ -599,7 +599,8 @@ def sign_(a):
 
 
 _DEVICE_VARIANTS = {K.sign_: sign_}
-# Extra unary ops whose scalar functions call numpy or CPU-only njit helpers: they stay on the host table.
+# Extra unary ops whose CPU scalar functions call numpy or CPU-only njit helpers: their device
+# versions are in cuda_extra_kernels.
 _HOST_ONLY = {"Floor", "Ceil", "Round"}
 
 
