@@ -89,14 +89,17 @@ def floor_dev(a):
     return t - 1 if t > a else t
 
 
+_floor = P.device_fn(floor_dev)  # callable from the other device functions
+
+
 def ceil_dev(a):
-    return -floor_dev(-a)
+    return -_floor(-a)
 
 
 def round_dev(a):
     if a != a or math.isinf(a):
         return a
-    f = floor_dev(a)
+    f = _floor(a)
     d = a - f
     if d > 0.5 or (d == 0.5 and math.fmod(f, 2.0) != 0):
         f += 1
