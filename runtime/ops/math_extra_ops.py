@@ -112,8 +112,8 @@ def _unary(op, x, name):
 def log1p(x, name=None):
     """log(1 + x), accurate for small x.
 
-    >>> log1p([0.0, 1e-7]).numpy()
-    array([0.e+00, 1.e-07], dtype=float32)
+    >>> log1p([0.0, 1.0]).numpy()
+    array([0.       , 0.6931472], dtype=float32)
     """
     return _unary("Log1p", x, name)
 
