@@ -31,7 +31,7 @@ from jitflow.runtime.ops.registry import apply, register
 def log1p_(a): return math.log1p(a) if a >= -1 else math.nan
 def expm1_(a): return math.expm1(a)
 def erf_(a): return math.erf(a)
-def rsqrt_(a): return 1.0 / math.sqrt(a) if a > 0 else (math.inf if a == 0 else math.nan)
+def rsqrt_(a): return 1.0 / math.sqrt(a) if a > 0 else (math.copysign(math.inf, a) if a == 0 else math.nan)
 def reciprocal_(a): return 1 / a
 def floor_(a): return np.floor(a)  # math.floor would return an int (NaN, inf break)
 def ceil_(a): return np.ceil(a)
