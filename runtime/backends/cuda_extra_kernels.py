@@ -219,12 +219,25 @@ def _einsum(*xs: Any, equation: str) -> Any:
     return current
 
 
+def _int_division_checked(kernel: Any) -> Any:
+    """FloorDiv/FloorMod: integer division by zero raises InvalidArgumentError, as on the CPU
+    (and in TF). The divisor is checked on the host: one copy, for integer divisors only."""
+    def run(x: Any, y: Any) -> Any:
+        if np.dtype(y.dtype).kind in "iu" and y.size and (CK.host(y) == 0).any():
+            raise InvalidArgumentError("Integer division by zero")
+        return kernel(x, y)
+    run.__name__ = getattr(kernel, "__name__", "kernel")
+    return run
+
+
 def _custom_gradient(*values: Any, n_outputs: int, **_: Any) -> Any:
     """Forward of `jf.custom_gradient`: its first outputs, on the device where they are."""
     return values[0] if n_outputs == 1 else tuple(values[:n_outputs])
 
 
 OVERRIDES: Dict[str, Any] = {
+    "FloorDiv": _int_division_checked(CK.OVERRIDES["FloorDiv"]),
+    "FloorMod": _int_division_checked(CK.OVERRIDES["FloorMod"]),
     "CustomGradient": _custom_gradient,
     "Floor": CK.Elementwise(floor_dev, "same", "Floor"),
     "Ceil": CK.Elementwise(ceil_dev, "same", "Ceil"),

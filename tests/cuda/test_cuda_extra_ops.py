@@ -61,3 +61,13 @@ def test_every_new_op_has_a_cuda_kernel():
                "TopKV2", "Einsum", "Log1p", "Expm1", "Erf", "Rsqrt", "Reciprocal", "Tan", "Atan", "Asin",
                "Acos", "Sinh", "Cosh", "Softsign"]:
         assert placement.has_gpu_kernel(op), op
+
+
+@pytest.mark.parametrize("op", ["FloorDiv", "FloorMod"])
+def test_integer_division_by_zero_raises_on_the_gpu(op):
+    x = D.to_device(np.array([7, 3], np.int32))
+    y = D.to_device(np.array([2, 0], np.int32))
+    with pytest.raises(jf.errors.InvalidArgumentError, match="Integer division by zero"):
+        TABLE[op](x, y)
+    np.testing.assert_array_equal(_host(TABLE[op](x, D.to_device(np.array([2, 2], np.int32)))),
+                                  KERNELS["cpu"][op](np.array([7, 3], np.int32), np.array([2, 2], np.int32)))
