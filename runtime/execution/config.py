@@ -101,6 +101,7 @@ experimental.__dict__.update(
 )
 experimental.__all__ = sorted(n for n in experimental.__dict__ if not n.startswith("_"))
 
-__all__ = ["run_functions_eagerly", "functions_run_eagerly", "list_physical_devices", "list_logical_devices", "set_visible_devices", "get_visible_devices",
+__all__ = ["run_functions_eagerly", "functions_run_eagerly",
+           "list_physical_devices", "list_logical_devices", "set_visible_devices", "get_visible_devices",
            "set_logical_device_configuration", "get_logical_device_configuration", "LogicalDeviceConfiguration",
            "PhysicalDevice", "LogicalDevice", "experimental", "get_memory_info", "reset_memory_stats"]

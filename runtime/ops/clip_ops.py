@@ -7,14 +7,13 @@ come from the primitives' gradients.
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Sequence
+from typing import List, Optional
 
-import numpy as np
 
 from jitflow.runtime.core.context import name_scope
 from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.core.shapes import format_dims
-from jitflow.runtime.core.tensor import EagerTensor, Tensor
+from jitflow.runtime.core.tensor import Tensor
 from jitflow.runtime.ops import array_ops as A
 from jitflow.runtime.ops import math_ops as M
 from jitflow.runtime.ops.constant_op import convert_to_tensor

@@ -15,8 +15,6 @@ from numba import njit
 
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core import numba_cache
-
-_CACHE = numba_cache.usable(__file__)  # False (one warning) where numba cannot write a cache
 from jitflow.runtime.core.context import name_scope
 from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.ops import array_ops as A
@@ -26,6 +24,7 @@ from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.ops.infer import check_kind, elementwise, normalize_axis
 from jitflow.runtime.ops.registry import apply, register
 
+_CACHE = numba_cache.usable(__file__)  # False (one warning) where numba cannot write a cache
 
 # -- scalar functions (numba compiles them per dtype) ------------------------------------
 def log1p_(a): return math.log1p(a) if a >= -1 else math.nan

@@ -34,7 +34,8 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
             raise InvalidArgumentError("x: dropout needs a fully known shape (or pass noise_shape)")
         rate_t = convert_to_tensor(rate, dtype=x.dtype)
         keep = M.greater_equal(R.uniform(shape, dtype=x.dtype, seed=seed), rate_t)
-        scale = M.divide(convert_to_tensor(1.0, dtype=x.dtype), M.subtract(convert_to_tensor(1.0, dtype=x.dtype), rate_t))
+        one = convert_to_tensor(1.0, dtype=x.dtype)
+        scale = M.divide(one, M.subtract(one, rate_t))
         return M.multiply(M.multiply(x, scale), A.cast(keep, x.dtype))
 
 

@@ -65,9 +65,9 @@ def run_tiers(failures):
                 value = np.zeros(shape, dtype)
                 want = _reference(fn, value)
                 tiers = {
-                    "eager": lambda: fn(jf.constant(value)),
-                    "interpreter": lambda: jf.function(fn, jit_compile=False)(jf.constant(value)),
-                    "compiled": lambda: jf.function(fn, jit_compile=True)(jf.constant(value)),
+                    "eager": lambda fn=fn, value=value: fn(jf.constant(value)),
+                    "interpreter": lambda fn=fn, value=value: jf.function(fn, jit_compile=False)(jf.constant(value)),
+                    "compiled": lambda fn=fn, value=value: jf.function(fn, jit_compile=True)(jf.constant(value)),
                 }
                 for tier, call in tiers.items():
                     count += 1
