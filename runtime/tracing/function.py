@@ -690,7 +690,8 @@ class Function(direct_call.FunctionBase):
     def _trace_new(self, key: Tuple, values: tuple, leaves: List[Any], serve: bool):
         """Trace for a missed key, choosing the reason and the variable-creation rule."""
         changes: Tuple[ArgChange, ...] = ()
-        if not self._concretes and not self._first_trace_done:
+        recursive = any(frame.function is self for frame in _frame_stack())  # f calling itself by name
+        if not self._concretes and not self._first_trace_done and not recursive:
             code = getattr(inspect.unwrap(self._python_function), "__code__", None)
             if self._bound_to is None and code is not None and _code_traces[code] > 0:
                 reason = _records.NEW_FUNCTION_OBJECT
