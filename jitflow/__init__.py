@@ -5,7 +5,7 @@ tracing/profiling, and a panel that explains every retrace.
     >>> @jf.function
     ... def f(x):
     ...     return jf.reduce_sum(jf.tanh(x * 2.0 + 1.0))
-    >>> round(float(f(jf.constant([0.0, 1.0]))), 4)
+    >>> print(f"{float(f(jf.constant([0.0, 1.0]))):.4f}")
     1.7566
 
 Names mirror TensorFlow 2 so that `tf.` → `jf.` ports code. `__all__` below is the whole
@@ -23,12 +23,15 @@ from jitflow import autograph as autograph
 from jitflow import config as config
 from jitflow import debugging as debugging
 from jitflow import initializers as initializers
+from jitflow import linalg as linalg
 from jitflow import losses as losses
 from jitflow import math as math
 from jitflow import nn as nn
 from jitflow import optimizers as optimizers
 from jitflow import random as random
+from jitflow import test as test
 from jitflow import train as train
+from jitflow import types as types
 from jitflow.runtime.core import traceback_filter as _traceback_filter
 
 # Frames in the parts above the runtime are jitflow's too: filtered out of user tracebacks.
@@ -61,7 +64,7 @@ globals()["bool"] = _runtime.bool_
 
 __all__ = sorted(set(_runtime.__all__) | {
     "bool", "autograph", "config", "debugging", "initializers", "keras", "losses", "math", "nn", "optimizers", "random",
-    "train", "summary", "profiler", "data", "io", "image", "strings", "saved_model", "distribute", "__version__",
+    "train", "summary", "profiler", "data", "io", "image", "strings", "saved_model", "distribute", "linalg", "test", "types", "__version__",
 } - {"__version__"})
 
 

@@ -14,6 +14,11 @@ from jitflow.runtime.ops.math_ops import (abs, add, argmax, argmin, cos, divide,
                                           reduce_variance, sigmoid, sign, sin, sqrt, square,
                                           subtract, tanh, truediv)
 from jitflow.runtime.ops.math_ops import mod as floormod
+from jitflow.runtime.ops.math_extra_ops import (acos, argsort, asin, atan, ceil, cosh, cumsum, erf, expm1,
+                                                floor, log1p, reciprocal, reduce_euclidean_norm, round,
+                                                rsqrt, sinh, softsign, sort, squared_difference, tan,
+                                                top_k)
+from jitflow.runtime.ops.math_ops import log_softmax, softmax  # TF also has tf.math.softmax
 
 __all__ = [
     "abs", "add", "argmax", "argmin", "cos", "divide", "equal", "exp", "floordiv", "floormod",
@@ -22,4 +27,7 @@ __all__ = [
     "not_equal", "pow", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
     "reduce_min", "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "sigmoid", "sign",
     "sin", "sqrt", "square", "subtract", "tanh", "truediv", "unsorted_segment_sum",
+    "acos", "argsort", "asin", "atan", "ceil", "cosh", "cumsum", "erf", "expm1", "floor", "log1p",
+    "reciprocal", "reduce_euclidean_norm", "round", "rsqrt", "sinh", "softsign", "sort",
+    "squared_difference", "tan", "top_k", "softmax", "log_softmax",
 ]

@@ -10,5 +10,8 @@ from jitflow.runtime.ops.nn_conv_ops import *  # noqa: F401,F403 - conv, pooling
 from jitflow.runtime.ops.nn_ops import (softmax_cross_entropy_with_logits,
                                         sparse_softmax_cross_entropy_with_logits)
 
-__all__ = ["relu", "softmax", "log_softmax", "sigmoid", "tanh", "softmax_cross_entropy_with_logits",
-           "sparse_softmax_cross_entropy_with_logits", *_conv.__all__]
+from jitflow.runtime.ops.math_extra_ops import softsign
+from jitflow.runtime.ops.nn_extra_ops import dropout, l2_loss
+
+__all__ = ["dropout", "l2_loss", "softsign", "relu", "softmax", "log_softmax", "sigmoid", "tanh",
+           "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits", *_conv.__all__]

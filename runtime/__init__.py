@@ -18,10 +18,15 @@ registered; the names below are what `jitflow` re-exports.
 from jitflow.runtime import backends as _backends  # noqa: F401 - registers the CUDA table loader
 from jitflow.runtime.autodiff import gradients as _gradients  # noqa: F401 - registers op gradients
 from jitflow.runtime.autodiff import gradients_nn as _gradients_nn  # noqa: F401 - conv/pool/activation gradients
+from jitflow.runtime.autodiff import extra_gradients as _extra_gradients  # noqa: F401 - gradients of the extra ops
+from jitflow.runtime.autodiff import jacobians as _jacobians  # noqa: F401 - GradientTape.jacobian/batch_jacobian
+from jitflow.runtime.autodiff.custom_gradient import UnconnectedGradients, custom_gradient
 from jitflow.runtime.autodiff.tape import GradientTape
+from jitflow.runtime.state.variable_options import VariableAggregation, VariableSynchronization
 from jitflow.runtime.core import dtypes, errors
 from jitflow.runtime.core.context import executing_eagerly, init_scope, name_scope
 from jitflow.runtime.core.devices import device
+from jitflow.runtime.core.dtypes import complex64, complex128
 from jitflow.runtime.core.dtypes import (DType, as_dtype, bool_, double, float16, float32, float64,
                                          half, int8, int16, int32, int64, string, uint8)
 from jitflow.runtime.core.graph import Graph
@@ -31,6 +36,10 @@ from jitflow.runtime.execution import config
 from jitflow.runtime.ops import io_ops as _io_ops  # noqa: F401 - registers PyFunc/PrintV2
 from jitflow.runtime.ops import nn_conv_ops as _nn_conv_ops  # noqa: F401 - registers conv/pool/activation ops
 from jitflow.runtime.ops import nn_ops as _nn_ops  # noqa: F401 - registers the cross-entropy ops
+from jitflow.runtime.ops.array_extra_ops import broadcast_to, einsum, eye, linspace, split, tile
+from jitflow.runtime.ops.clip_ops import clip_by_global_norm, clip_by_norm, clip_by_value
+from jitflow.runtime.ops.math_extra_ops import argsort, ceil, floor, round, rsqrt, sort
+from jitflow.runtime.ops import nn_extra_ops as _nn_extra_ops  # noqa: F401 - jf.nn.dropout, l2_loss
 from jitflow.runtime.ops.array_ops import (cast, concat, expand_dims, fill, identity, ones, ones_like,
                                            range, rank, reshape, shape, size, squeeze, stack,
                                            stop_gradient, transpose, unstack, where, zeros,
@@ -58,28 +67,34 @@ from jitflow.runtime.training.initializers import (constant_initializer, ones_in
                                                    random_normal_initializer,
                                                    random_uniform_initializer, zeros_initializer)
 
+# TF also spells cast `tf.dtypes.cast`; the dtypes module sits below the ops, so it is bound here.
+dtypes.cast = cast
+
 __all__ = [
     # types
     "DType", "as_dtype", "bool_", "double", "float16", "float32", "float64", "half", "int8", "int16",
-    "int32", "int64", "string", "uint8", "Tensor", "TensorSpec", "TensorShape", "Variable", "Module",
+    "int32", "int64", "string", "uint8", "complex64", "complex128", "Tensor", "TensorSpec", "TensorShape", "Variable", "Module",
     "Graph", "dtypes", "errors",
     # execution context
-    "executing_eagerly", "init_scope", "name_scope", "device", "config",
+    "executing_eagerly", "init_scope", "name_scope", "device",
     # tensors
     "constant", "convert_to_tensor", "cast", "concat", "expand_dims", "fill", "identity", "ones",
     "ones_like", "range", "rank", "reshape", "shape", "size", "squeeze", "stack", "stop_gradient",
     "transpose", "unstack", "where", "zeros", "zeros_like", "gather", "one_hot", "pad",
-    "tensor_scatter_nd_update", "print", "py_function", "TensorArray",
+    "tensor_scatter_nd_update", "print", "py_function", "TensorArray", "broadcast_to", "einsum", "eye",
+    "linspace", "split", "tile", "clip_by_global_norm", "clip_by_norm", "clip_by_value", "argsort",
+    "sort",
     # math
     "abs", "add", "argmax", "argmin", "cos", "divide", "equal", "exp", "floordiv", "greater",
     "greater_equal", "is_finite", "less", "less_equal", "log", "logical_and", "logical_not",
     "logical_or", "matmul", "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "pow",
     "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min",
     "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "sigmoid", "sign", "sin", "sqrt",
-    "square", "subtract", "tanh", "truediv",
+    "square", "subtract", "tanh", "truediv", "ceil", "floor", "round", "rsqrt",
     # functions, control flow, gradients
     "function", "Function", "ConcreteFunction", "RetraceWarning", "trace_records", "cond", "while_loop",
-    "GradientTape",
+    "GradientTape", "custom_gradient", "UnconnectedGradients", "VariableAggregation",
+    "VariableSynchronization",
     # training
     "Checkpoint", "CheckpointManager", "latest_checkpoint", "constant_initializer", "ones_initializer",
     "random_normal_initializer", "random_uniform_initializer", "zeros_initializer",

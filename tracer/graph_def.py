@@ -14,6 +14,7 @@ from tensorboard.compat.proto import (attr_value_pb2, function_pb2, graph_pb2, n
                                       tensor_pb2, tensor_shape_pb2, versions_pb2)
 
 from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core import graph as _graph_module
 from jitflow.runtime.core.graph import Graph, Node
 from jitflow.runtime.core.tensor import CPU0
 
@@ -183,3 +184,5 @@ def graph_of(obj: Any) -> Graph:
         return found[-1].graph
     raise TypeError(f"expected a jf Graph, ConcreteFunction or Function; got {type(obj).__name__}")
 
+
+_graph_module.GRAPH_DEF_BUILDER = to_graph_def  # Graph.as_graph_def() in the runtime

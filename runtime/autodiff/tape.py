@@ -158,12 +158,14 @@ class GradientTape:
     def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
                  unconnected_gradients: str = "none") -> Any:
         """d(sum of target)/d(sources), structured like `sources` (None where unconnected)."""
+        unconnected_gradients = getattr(unconnected_gradients, "value", unconnected_gradients)
         if self._used and not self._persistent:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one set of "
                                "gradients; create it with GradientTape(persistent=True) to call gradient() "
                                "more than once.")
         self._used = True
-        targets = [convert_to_tensor(t) if isinstance(t, TensorConvertible) else t for t in flatten(target)]
+        # A variable target stays itself (not a fresh read), so d v / d v = 1 as in TF.
+        targets = list(flatten(target))
         flat_sources = flatten(sources)
         seeds = flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
         paused = self._recording
@@ -173,15 +175,43 @@ class GradientTape:
                 grads = _backprop(self._records, targets, seeds, flat_sources)
         finally:
             self._recording = paused
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError(f"unconnected_gradients: expected jf.UnconnectedGradients.NONE or .ZERO; "
+                             f"got {unconnected_gradients!r}")
         if unconnected_gradients == "zero":
             grads = [zeros_like(convert_to_tensor(s)) if g is None else g for g, s in zip(grads, flat_sources)]
         return pack(sources, grads)
 
-    def jacobian(self, target: Any, sources: Any) -> Any:
-        raise_if = getattr(target, "ndim", 0)
-        if raise_if:
-            raise ValueError("jacobian: only scalar targets are supported; use gradient() per element")
-        return self.gradient(target, sources)
+    def jacobian(self, target: Any, sources: Any, unconnected_gradients: str = "none",
+                 parallel_iterations=None, experimental_use_pfor: bool = True) -> Any:
+        """d target[i...] / d source[j...] for every element pair: shape target.shape + source.shape.
+
+        >>> x = jf.Variable([1.0, 2.0])
+        >>> with jf.GradientTape() as tape:
+        ...     y = x * x
+        >>> tape.jacobian(y, x).numpy()
+        array([[2., 0.],
+               [0., 4.]], dtype=float32)
+        """
+        return jacobian_impl(self, target, sources, getattr(unconnected_gradients, "value", unconnected_gradients))
+
+    def batch_jacobian(self, target: Any, source: Any, unconnected_gradients: str = "none",
+                       parallel_iterations=None, experimental_use_pfor: bool = True) -> Any:
+        """Per-example jacobians: target [b, ...] and source [b, ...] give [b, target..., source...].
+
+        >>> x = jf.Variable([[1.0, 2.0]])
+        >>> with jf.GradientTape() as tape:
+        ...     y = x * x
+        >>> tape.batch_jacobian(y, x).numpy()
+        array([[[2., 0.],
+                [0., 4.]]], dtype=float32)
+        """
+        return batch_jacobian_impl(self, target, source, getattr(unconnected_gradients, "value", unconnected_gradients))
+
+
+# Filled in by `autodiff.jacobians` (they need array ops beyond what the tape imports).
+jacobian_impl: Any = None
+batch_jacobian_impl: Any = None
 
 
 def _accumulate(grads: Dict[int, Any], key: int, value: Any) -> None:
@@ -192,7 +222,8 @@ def _accumulate(grads: Dict[int, Any], key: int, value: Any) -> None:
 def _backprop(records: List[Record], targets: List[Tensor], seeds: List[Any], sources: List[Any]) -> List[Any]:
     grads: Dict[int, Any] = {}
     for target, seed in zip(targets, seeds):
-        g = ones_like(target) if seed is None else convert_to_tensor(seed, dtype=target.dtype)
+        like = convert_to_tensor(target) if isinstance(target, TensorConvertible) else target
+        g = ones_like(like) if seed is None else convert_to_tensor(seed, dtype=like.dtype)
         _accumulate(grads, id(target), g)
     # Records are in creation order, which is topological: walk them backwards once.
     for rec in reversed(records):

@@ -30,6 +30,7 @@ from jitflow.runtime.ops import array_ops as _array
 from jitflow.runtime.ops import cpu_kernels as K
 from jitflow.runtime.backends import cuda_primitives as P
 from jitflow.runtime.ops import math_ops as _math
+from jitflow.runtime.ops import math_extra_ops as _extra
 from jitflow.runtime.ops import random_ops as _random
 from jitflow.runtime.ops.infer import normalize_axes, normalize_axis, reduced_dims
 from jitflow.runtime.ops.registry import KERNELS
@@ -598,6 +599,9 @@ def sign_(a):
 
 
 _DEVICE_VARIANTS = {K.sign_: sign_}
+# Extra unary ops whose CPU scalar functions call numpy or CPU-only njit helpers: their device
+# versions are in cuda_extra_kernels.
+_HOST_ONLY = {"Floor", "Ceil", "Round"}
 
 
 # -- the table ------------------------------------------------------------------------------------
@@ -607,6 +611,9 @@ def _elementwise_table() -> Dict[str, Any]:
         table[op] = Elementwise(fn, "bool" if out is not None else "same", op)
     for op, _pub, _name, _kinds, fn, _ref in _math._UNARY:
         table[op] = Elementwise(_DEVICE_VARIANTS.get(fn, fn), "same", op)
+    for op, _pub, _kinds, fn, _ref in _extra.UNARY:
+        if op not in _HOST_ONLY:
+            table[op] = Elementwise(fn, "same", op)
     table["IsFinite"] = Elementwise(K.isfinite_, "bool", "IsFinite")
     table["SelectV2"] = Elementwise(P.select_, "same", "SelectV2", dtype_from=1)
     return table

@@ -22,7 +22,7 @@ class DType:
     """
 
     __slots__ = ("name", "as_numpy_dtype", "tf_enum", "is_floating", "is_integer",
-                 "is_bool", "is_string", "is_unsigned", "size")
+                 "is_bool", "is_string", "is_unsigned", "is_complex", "size")
 
     def __init__(self, name: str, numpy_dtype: Any, tf_enum: int, kind: str) -> None:
         self.name = name
@@ -33,6 +33,7 @@ class DType:
         self.is_unsigned = kind == "u"
         self.is_bool = kind == "b"
         self.is_string = kind == "s"
+        self.is_complex = kind == "c"
         self.size = 0 if kind == "s" else self.as_numpy_dtype.itemsize
 
     @property
@@ -53,7 +54,7 @@ class DType:
         return f"jf.{self.name}"
 
     def __str__(self) -> str:
-        return self.name
+        return f"<dtype: {self.name!r}>"  # TF's str(tf.float32)
 
     def __reduce__(self):
         return (as_dtype, (self.name,))
@@ -70,18 +71,20 @@ int64 = DType("int64", np.int64, 9, "i")
 uint8 = DType("uint8", np.uint8, 4, "u")
 bool_ = DType("bool", np.bool_, 10, "b")
 string = DType("string", object, 7, "s")
+complex64 = DType("complex64", np.complex64, 8, "c")
+complex128 = DType("complex128", np.complex128, 18, "c")
 # Variables inside graphs flow as resource handles (never as user tensors).
 resource = DType("resource", object, 20, "r")
 
 half = float16
 double = float64
 
-ALL_DTYPES = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string)
+ALL_DTYPES = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string, complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL_DTYPES + (resource,)}
 _BY_NAME.update({"half": float16, "float": float32, "double": float64})
 _BY_NUMPY = {d.as_numpy_dtype: d for d in ALL_DTYPES if not d.is_string}
 _BY_NUMPY[np.dtype(object)] = string
-_BY_PYTYPE = {bool: bool_, int: int32, float: float32, str: string, bytes: string}
+_BY_PYTYPE = {bool: bool_, int: int32, float: float32, str: string, bytes: string, complex: complex128}
 
 
 def as_dtype(value: Any) -> DType:
@@ -129,6 +132,8 @@ def python_scalar_dtype(value: Any) -> DType:
         return float32
     if isinstance(value, (str, bytes)):
         return string
+    if isinstance(value, complex):
+        return complex128  # TF's default for Python complex numbers
     raise TypeError(f"value: expected a Python bool, int, float or str; got {type(value).__name__}")
 
 

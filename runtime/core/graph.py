@@ -62,6 +62,10 @@ class Node:
         return f"{self.name} = {self.op.tf_op}({ins}) -> {outs}"
 
 
+# Filled in by `jitflow.tracer.graph_def` (a part above the runtime): Graph -> GraphDef proto.
+GRAPH_DEF_BUILDER: Optional[Callable[["Graph"], Any]] = None
+
+
 class Graph:
     """A function graph under construction or finished.
 
@@ -166,6 +170,19 @@ class Graph:
     def captured_inputs(self) -> List[Tuple[Any, SymbolicTensor]]:
         """The (outer value, placeholder) pairs fed at call time (folded constants excluded)."""
         return [pair for key, pair in self.captures.items() if key not in self._folded]
+
+    def as_graph_def(self, add_shapes: bool = False) -> Any:
+        """This graph as a TensorFlow `GraphDef` proto (built by the tracer, which fills in
+        `GRAPH_DEF_BUILDER` when `jitflow` is imported).
+
+        >>> import jitflow as jf
+        >>> cf = jf.function(lambda x: x * 2.0).get_concrete_function(jf.TensorSpec([], jf.float32))
+        >>> [n.op for n in cf.graph.as_graph_def().node]
+        ['Placeholder', 'Const', 'Mul']
+        """
+        if GRAPH_DEF_BUILDER is None:
+            raise RuntimeError("as_graph_def needs jitflow's tracer: import jitflow (not only jitflow.runtime)")
+        return GRAPH_DEF_BUILDER(self)
 
     def get_operations(self) -> List[Node]:
         return list(self.nodes)

@@ -88,7 +88,10 @@ class LazyDispatcher:
             nb = numba()
             with _lock:
                 if self._dispatcher is None:
-                    self._dispatcher = nb.njit(**self.options)(self.py_func)
+                    # `cache=` may be a callable, asked now: whether numba can write its cache is
+                    # known only once numba is imported (see `core/numba_cache`).
+                    options = {k: (v() if k == "cache" and callable(v) else v) for k, v in self.options.items()}
+                    self._dispatcher = nb.njit(**options)(self.py_func)
                 d = self._dispatcher
         return d
 

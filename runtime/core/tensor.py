@@ -244,9 +244,10 @@ class SymbolicTensor(Tensor):
                              f"which is not compatible with {format_dims(normalize(shape))}") from None
 
     def numpy(self):
-        raise TypeError(f"{self.name} is a symbolic tensor inside a jf.function trace and has no "
-                        "value yet. Use jf.print to see values at run time, or call .numpy() "
-                        "on the function's result.")
+        # AttributeError, as TF (its graph tensors have no `numpy`): code written for TF catches it.
+        raise AttributeError(f"{self.name} is a symbolic tensor of a jf.function trace and has no "
+                             "value (no .numpy()). Use jf.print to see values at run time, or call "
+                             ".numpy() on the function's result.")
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError(f"Cannot convert the symbolic tensor {self.name} to a numpy array while "

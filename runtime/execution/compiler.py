@@ -33,13 +33,17 @@ used when `instrument.exact_ops` is set.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import heapq
 import importlib.util
 import os
+import shutil
 import sys
 import threading
+import tempfile
 import time
+import warnings
 from collections import deque
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -51,6 +55,7 @@ from jitflow.runtime.core import lazyjit
 from jitflow.runtime.core.graph import Graph, Node
 from jitflow.runtime.core.tensor import SymbolicTensor
 from jitflow.runtime.ops.registry import bind_kernel
+from jitflow.runtime.core import numba_cache
 
 COMPILE_AFTER_CALLS = 3
 DEFAULT_POLICY = os.environ.get("JITFLOW_TIER", "auto")  # "auto", "interpreter" or "compiled"
@@ -58,8 +63,31 @@ VERSION = "3"
 _lock = threading.Lock()
 
 
+_private_dir: Optional[str] = None
+
+
 def cache_dir() -> str:
-    return os.environ.get("JITFLOW_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "jitflow")
+    """Where compiled segments live: JITFLOW_CACHE_DIR, else ~/.cache/jitflow; where that cannot
+    be written (no writable home), a private temporary directory for this process, with one
+    warning (the segments then compile again in the next process)."""
+    global _private_dir
+    wanted = os.environ.get("JITFLOW_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "jitflow")
+    if _private_dir is not None and not os.environ.get("JITFLOW_CACHE_DIR"):
+        return _private_dir
+    try:
+        os.makedirs(wanted, exist_ok=True)
+        if os.access(wanted, os.W_OK | os.X_OK):
+            return wanted
+    except OSError:
+        pass
+    with _lock:
+        if _private_dir is None:
+            _private_dir = tempfile.mkdtemp(prefix="jitflow-cache-")
+            atexit.register(shutil.rmtree, _private_dir, True)
+            warnings.warn(f"cannot write the compiled-function cache {wanted!r}; using {_private_dir!r} "
+                          "for this process only (set JITFLOW_CACHE_DIR to a writable directory)",
+                          numba_cache.NumbaCacheWarning, stacklevel=2)
+    return _private_dir
 
 
 # -- what can be compiled ------------------------------------------------------------------------
@@ -92,6 +120,8 @@ def compilable(node: Node) -> Optional[str]:
             return f"{op} over some axes of a rank-{len(node.inputs[0]._dims)} tensor"
         if not node.inputs[0]._dims:
             return "reduction of a scalar"
+    if op in ("FloorDiv", "FloorMod") and node.inputs[1]._dtype.is_integer:
+        return "integer floordiv/mod (the interpreter's kernel checks for division by zero)"
     if op == "MatMul" and not node.inputs[0]._dtype.is_floating:
         return "integer matmul"
     if op in ("Softmax", "LogSoftmax") and (len(node.inputs[0]._dims) != 2 or node.attrs["axis"] not in (-1, 1)):
@@ -366,7 +396,8 @@ def _segment_module(segments: List[Segment], static: Dict[int, np.ndarray]) -> s
     for seg in segments:
         source, seg.parallel, seg.allocations = segment_source(seg.name, seg.nodes, seg.inputs, seg.outputs,
                                                                static, seg.consts)
-        flags = 'cache=True, nogil=True, error_model="numpy"' + (", parallel=True" if seg.parallel else "")
+        cache = numba_cache.usable(os.path.join(cache_dir(), "segment.py"))
+        flags = f'cache={cache}, nogil=True, error_model="numpy"' + (", parallel=True" if seg.parallel else "")
         types = ", ".join(str(t) for t in _numba_signature(seg, static))
         parts.append(f"# argument types: {types}\n@njit({flags})\n{source}")
     return _HEADER + "\n\n".join(parts)

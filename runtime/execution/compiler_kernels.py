@@ -16,8 +16,10 @@ from __future__ import annotations
 import numpy as np
 from jitflow.runtime.core import lazyjit
 from jitflow.runtime.ops import cpu_kernels as K
+from jitflow.runtime.core import numba_cache
 
 njit = lazyjit.numba().njit  # this module loads only when a graph compiles: numba is needed now
+_CACHE = numba_cache.usable(__file__)  # False (one warning) where numba cannot write a cache
 
 # -- scalar functions for fused loops -----------------------------------------------------
 SCALAR_NAMES = ("add_", "sub_", "mul_", "div_", "floordiv_", "mod_", "pow_", "eq_", "ne_", "lt_", "le_",
@@ -28,7 +30,7 @@ globals().update(SCALAR)
 
 
 def _full(kernel_2d):
-    @njit(cache=True, nogil=True)
+    @njit(cache=_CACHE, nogil=True)
     def reduce_all(x):
         out = np.empty(1, x.dtype)
         kernel_2d(np.ascontiguousarray(x).reshape(1, x.size), out)
@@ -37,7 +39,7 @@ def _full(kernel_2d):
 
 
 def _axis(kernel_2d):
-    @njit(cache=True, nogil=True)
+    @njit(cache=_CACHE, nogil=True)
     def reduce_axis(x, axis):
         x2 = np.ascontiguousarray(x.T) if axis == 0 else np.ascontiguousarray(x)
         out = np.empty(x2.shape[0], x.dtype)
@@ -52,14 +54,14 @@ prod_all, iprod_all = _full(K.reduce_prod_2d), _full(K.reduce_prod_int_2d)
 max_all, min_all = _full(K.reduce_max_2d), _full(K.reduce_min_2d)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=_CACHE, nogil=True)
 def softmax(x):
     out = np.empty_like(x)
     K.softmax_2d(x, out)
     return out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=_CACHE, nogil=True)
 def log_softmax(x):
     out = np.empty_like(x)
     K.log_softmax_2d(x, out)

@@ -11,6 +11,7 @@ must happen before the devices are initialised (the first op on a GPU), as in TF
 from __future__ import annotations
 
 import types
+import weakref
 from typing import Any, Dict
 
 from jitflow.runtime.core import devices
@@ -56,6 +57,41 @@ def _gpu(device: Any) -> devices.Gpu:
     return found[index]
 
 
+class _EagerMode:
+    """`run_functions_eagerly`: while on, every jf.function call runs its Python function."""
+
+    def __init__(self) -> None:
+        self.on = False
+        self.functions: "weakref.WeakSet" = weakref.WeakSet()
+
+
+eager_mode = _EagerMode()
+
+
+def run_functions_eagerly(run_eagerly: bool) -> None:
+    """Run every `jf.function` as plain Python (no tracing), to debug with print and pdb.
+
+    >>> run_functions_eagerly(True); functions_run_eagerly()
+    True
+    >>> run_functions_eagerly(False)
+    """
+    if not isinstance(run_eagerly, bool):
+        raise TypeError(f"run_eagerly: expected a bool; got {run_eagerly!r}")
+    eager_mode.on = run_eagerly
+    if run_eagerly:  # the direct call path would still run compiled graphs: empty its tables
+        for fn in list(eager_mode.functions):
+            fn._direct.clear()
+
+
+def functions_run_eagerly() -> bool:
+    """True while `run_functions_eagerly(True)` is in effect.
+
+    >>> functions_run_eagerly()
+    False
+    """
+    return eager_mode.on
+
+
 experimental = types.ModuleType("jitflow.config.experimental", "TF's tf.config.experimental names.")
 experimental.__dict__.update(
     set_memory_growth=set_memory_growth, get_memory_growth=get_memory_growth,
@@ -68,6 +104,7 @@ experimental.__dict__.update(
 )
 experimental.__dict__["__all__"] = sorted(n for n in experimental.__dict__ if not n.startswith("_"))
 
-__all__ = ["list_physical_devices", "list_logical_devices", "set_visible_devices", "get_visible_devices",
+__all__ = ["run_functions_eagerly", "functions_run_eagerly",
+           "list_physical_devices", "list_logical_devices", "set_visible_devices", "get_visible_devices",
            "set_logical_device_configuration", "get_logical_device_configuration", "LogicalDeviceConfiguration",
            "PhysicalDevice", "LogicalDevice", "experimental", "get_memory_info", "reset_memory_stats"]

@@ -61,6 +61,23 @@ def _encode_strings(arr: np.ndarray) -> np.ndarray:
     return out.reshape(arr.shape)
 
 
+def _all_text(value: Any) -> bool:
+    """True if every leaf of a nested list/tuple is a str or bytes."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif not isinstance(item, (str, bytes, np.str_, np.bytes_)):
+            return False
+    return True
+
+
+def _preview(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _infer_numpy(value: Any) -> np.ndarray:
     """`value` as a numpy array with TF's default dtypes for Python values."""
     if isinstance(value, np.ndarray):
@@ -73,6 +90,8 @@ def _infer_numpy(value: Any) -> np.ndarray:
         return np.array(value, dtype=_dt.python_scalar_dtype(value).as_numpy_dtype)
     elif isinstance(value, float):
         return np.array(value, dtype=np.float32)
+    elif isinstance(value, complex):
+        return np.array(value, dtype=np.complex128)
     elif isinstance(value, (str, bytes)):
         arr = np.empty((), dtype=object)
         arr[()] = value.encode("utf-8") if isinstance(value, str) else value
@@ -87,6 +106,10 @@ def _infer_numpy(value: Any) -> np.ndarray:
         except ValueError:
             raise ValueError(f"value: cannot convert a non-rectangular (ragged) nested list to a "
                              f"jf.Tensor; every inner list must have the same length; got {value!r}") from None
+        if arr.dtype.kind in "USO" and not _all_text(value):
+            # numpy turns [1, "a"] into strings; TF refuses to mix numbers and strings.
+            raise ValueError("Can't convert Python sequence with mixed types to Tensor: value mixes "
+                             f"strings with numbers or other objects: {_preview(value)}")
         if arr.dtype.kind == "i" and not isinstance(value, np.ndarray):
             arr = arr.astype(np.int32) if (arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31)) else arr
         elif arr.dtype.kind == "f" and arr.dtype != np.float32:
@@ -107,7 +130,7 @@ def _infer_numpy(value: Any) -> np.ndarray:
             return _encode_strings(arr)
         raise TypeError("value: a list of mixed or non-numeric objects cannot be converted to a "
                         "jf.Tensor; use a nested list of numbers or strings")
-    if kind not in "biuf":
+    if kind not in "biufc":
         raise TypeError(f"value: numpy dtype {arr.dtype} has no jitflow equivalent; expected one "
                         f"of {', '.join(d.name for d in _dt.ALL_DTYPES)}")
     try:

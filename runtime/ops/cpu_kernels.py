@@ -1,9 +1,9 @@
 """numba-compiled CPU kernels.
 
 Everything compiles lazily, on first use for each dtype, and caches to disk
-(`cache=True`), so importing jitflow compiles nothing and a second process loads
-machine code instead of recompiling. numba itself is imported on the first kernel call
-(`runtime.core.lazyjit`), not when jitflow is imported.
+(`cache=True` where numba can write, see `core/numba_cache`), so importing jitflow compiles
+nothing and a second process loads machine code instead of recompiling. numba itself is
+imported on the first kernel call (`runtime.core.lazyjit`), not when jitflow is imported.
 
 - Elementwise ops are numba `vectorize` ufuncs (numpy broadcasting for free). Loops are
   added per exact signature (`int32(int32, int32)`), because numba's own typing would
@@ -22,6 +22,14 @@ from typing import Callable, Dict, Tuple
 import numpy as np
 from jitflow.runtime.core import lazyjit
 from jitflow.runtime.core.lazyjit import njit
+
+from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.core import numba_cache
+
+def _CACHE() -> bool:
+    """Whether numba can cache this module's kernels (False, with one warning, where it cannot
+    write); asked when a kernel first compiles, so importing jitflow never imports numba."""
+    return numba_cache.usable(__file__)
 
 _lock = threading.Lock()
 
@@ -52,7 +60,7 @@ class UfuncKernel:
             if found is None:
                 out = "bool_" if self._out == "bool" else dtypes[0].name
                 sig = f"{out}({', '.join(d.name for d in dtypes)})"
-                compiled = lazyjit.numba().vectorize([sig], cache=True)(self._scalar_fn)
+                compiled = lazyjit.numba().vectorize([sig], cache=_CACHE())(self._scalar_fn)
                 # The plain numpy ufunc inside numba's DUFunc wrapper costs ~0.4 µs a call,
                 # the wrapper ~1 µs: keep the ufunc.
                 found = self._loops[key] = getattr(compiled, "ufunc", compiled)
@@ -78,12 +86,44 @@ class UfuncKernel:
         return self.ufunc_for(tuple(d.as_numpy_dtype for d in in_dtypes))
 
 
+class IntDivKernel(UfuncKernel):
+    """FloorDiv/FloorMod: integer division by zero raises InvalidArgumentError, as in TF
+    (the ufunc alone would return 0). Floats divide by zero to inf/NaN as usual."""
+
+    def __call__(self, *arrays):
+        _check_int_divisor(arrays[1])
+        return super().__call__(*arrays)
+
+    def bind(self, attrs, in_dtypes):
+        run = super().bind(attrs, in_dtypes)
+        if not in_dtypes[1].is_integer:
+            return run
+
+        def checked(x, y):
+            _check_int_divisor(y)
+            return run(x, y)
+        return checked
+
+
+def _check_int_divisor(y) -> None:
+    y = np.asarray(y)
+    if y.dtype.kind in "iu" and (y == 0).any():
+        raise InvalidArgumentError("Integer division by zero")
+
+
 # -- elementwise scalar functions (compiled by vectorize) ------------------------------
 def add_(a, b): return a + b
 def sub_(a, b): return a - b
 def mul_(a, b): return a * b
 def div_(a, b): return a / b
-def floordiv_(a, b): return a // b
+def floordiv_(a, b):
+    # MIN // -1 overflows; TF (two's complement) gives MIN. `-a < 0` with `a < 0` holds only
+    # for the smallest integer (-MIN wraps to MIN), never for floats.
+    if b == -1 and a < 0 and -a < 0:
+        return a
+    return a // b
+
+
 def mod_(a, b): return a % b
 def pow_(a, b): return a ** b
 def eq_(a, b): return a == b
@@ -178,7 +218,32 @@ def min_nan_(a, b):
 
 
 # -- reductions over the last axis of a 2-D array --------------------------------------
-@njit(cache=True)
+# Every kernel here must accept an empty last axis (inner == 0): the compiled tier calls
+# them directly, so a kernel that starts from x[i, 0] would read past the buffer.
+def lowest_of(x):
+    """The identity of max over `x`'s dtype: -inf for floats, the smallest integer."""
+
+
+def highest_of(x):
+    """The identity of min over `x`'s dtype: +inf for floats, the largest integer."""
+
+
+@lazyjit.on_numba_load
+def _register_identities(nb) -> None:
+    @nb.extending.overload(lowest_of)
+    def _lowest_of(x):
+        dt = x.dtype
+        value = -np.inf if isinstance(dt, nb.types.Float) else np.iinfo(str(dt)).min
+        return lambda x: value
+
+    @nb.extending.overload(highest_of)
+    def _highest_of(x):
+        dt = x.dtype
+        value = np.inf if isinstance(dt, nb.types.Float) else np.iinfo(str(dt)).max
+        return lambda x: value
+
+
+@njit(cache=_CACHE)
 def reduce_sum_2d(x, out):
     for i in range(x.shape[0]):
         acc = 0.0
@@ -187,7 +252,7 @@ def reduce_sum_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_sum_int_2d(x, out):
     for i in range(x.shape[0]):
         acc = 0
@@ -196,7 +261,7 @@ def reduce_sum_int_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_prod_2d(x, out):
     for i in range(x.shape[0]):
         acc = 1.0
@@ -205,7 +270,7 @@ def reduce_prod_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_prod_int_2d(x, out):
     for i in range(x.shape[0]):
         acc = 1
@@ -214,8 +279,11 @@ def reduce_prod_int_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_max_2d(x, out):
+    if x.shape[1] == 0:
+        out[:] = lowest_of(x)
+        return
     for i in range(x.shape[0]):
         acc = x[i, 0]
         for j in range(1, x.shape[1]):
@@ -227,8 +295,11 @@ def reduce_max_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_min_2d(x, out):
+    if x.shape[1] == 0:
+        out[:] = highest_of(x)
+        return
     for i in range(x.shape[0]):
         acc = x[i, 0]
         for j in range(1, x.shape[1]):
@@ -240,7 +311,7 @@ def reduce_min_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_all_2d(x, out):
     for i in range(x.shape[0]):
         acc = True
@@ -251,7 +322,7 @@ def reduce_all_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def reduce_any_2d(x, out):
     for i in range(x.shape[0]):
         acc = False
@@ -262,7 +333,7 @@ def reduce_any_2d(x, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def argmax_2d(x, out):
     for i in range(x.shape[0]):
         best = 0
@@ -272,7 +343,7 @@ def argmax_2d(x, out):
         out[i] = best
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def argmin_2d(x, out):
     for i in range(x.shape[0]):
         best = 0
@@ -282,8 +353,10 @@ def argmin_2d(x, out):
         out[i] = best
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def softmax_2d(x, out):
+    if x.shape[1] == 0:  # nothing to normalise (and no x[i, 0] to start from)
+        return
     for i in range(x.shape[0]):
         m = x[i, 0]
         for j in range(1, x.shape[1]):
@@ -298,8 +371,10 @@ def softmax_2d(x, out):
             out[i, j] = out[i, j] / total
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def log_softmax_2d(x, out):
+    if x.shape[1] == 0:  # nothing to normalise (and no x[i, 0] to start from)
+        return
     for i in range(x.shape[0]):
         m = x[i, 0]
         for j in range(1, x.shape[1]):
@@ -314,13 +389,13 @@ def log_softmax_2d(x, out):
 
 
 # -- matmul ----------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=_CACHE)
 def matmul_float_3d(a, b, out):
     for i in range(a.shape[0]):
         out[i] = np.dot(a[i], b[i])
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def matmul_int_3d(a, b, out):
     for n in range(a.shape[0]):
         for i in range(a.shape[1]):
@@ -331,13 +406,13 @@ def matmul_int_3d(a, b, out):
                 out[n, i, j] = acc
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def matmul_float_2d(a, b):
     return np.dot(a, b)
 
 
 # -- random: xoroshiro128+ streams -----------------------------------------------------
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _splitmix64(x):
     x = (x + np.uint64(0x9E3779B97F4A7C15))
     z = x
@@ -346,7 +421,7 @@ def _splitmix64(x):
     return x, z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def seed_state(seed, state):
     x = np.uint64(seed)
     x, a = _splitmix64(x)
@@ -355,12 +430,12 @@ def seed_state(seed, state):
     state[1] = b
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def _next_double(state):
     s0 = state[0]
     s1 = state[1]
@@ -371,7 +446,7 @@ def _next_double(state):
     return (result >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def fill_uniform(state, out, low, high):
     flat = out.reshape(-1)
     span = high - low
@@ -379,7 +454,7 @@ def fill_uniform(state, out, low, high):
         flat[i] = low + span * _next_double(state)
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def fill_normal(state, out, mean, stddev):
     flat = out.reshape(-1)
     n = flat.size
@@ -396,7 +471,7 @@ def fill_normal(state, out, mean, stddev):
         i += 2
 
 
-@njit(cache=True)
+@njit(cache=_CACHE)
 def fill_uniform_int(state, out, low, high):
     flat = out.reshape(-1)
     span = float(high) - float(low)  # in float: `high - low` can overflow int64

@@ -16,10 +16,11 @@ Spec = Tuple[Any, _dt.DType]
 
 def _is(kinds: str, dtype: _dt.DType) -> bool:
     return ((dtype.is_floating and "f" in kinds) or (dtype.is_integer and "i" in kinds)
-            or (dtype.is_bool and "b" in kinds) or (dtype.is_string and "s" in kinds))
+            or (dtype.is_bool and "b" in kinds) or (dtype.is_string and "s" in kinds)
+            or (dtype.is_complex and "c" in kinds))
 
 
-_KIND_WORDS = {"f": "floating-point", "i": "integer", "b": "bool", "s": "string"}
+_KIND_WORDS = {"f": "floating-point", "i": "integer", "b": "bool", "s": "string", "c": "complex"}
 
 
 def check_kind(dtype: _dt.DType, kinds: str, what: str = "x") -> None:

@@ -5,6 +5,8 @@ graph nodes, so they run every time the graph does (seed 002).
 """
 from __future__ import annotations
 
+import functools
+
 import sys
 from typing import Any, Callable, List, Optional, Sequence
 
@@ -163,14 +165,38 @@ register("EagerPyFunc", _py_func_infer, cpu=_py_func_kernel, public_name="py_fun
          default_name="EagerPyFunc", stateful=True)
 
 
-def py_function(func: Callable, inp: Sequence[Any], Tout: Any, name: Optional[str] = None):  # noqa: N803
+_NOT_GIVEN = object()
+
+
+def py_function(func: Callable = None, inp: Sequence[Any] = None, Tout: Any = _NOT_GIVEN,  # noqa: N803
+                name: Optional[str] = None):
     """Run the Python callable `func` on every call, eagerly or inside a `jf.function`.
 
     `func` receives eager tensors; `Tout` is a dtype, a list of dtypes, or `[]`/None.
 
     >>> jf.py_function(lambda x: x * 2, [jf.constant(3)], Tout=jf.int32).numpy()
     np.int32(6)
+
+    Without `inp` it is a decorator, as in TF: `@jf.py_function(Tout=jf.float32)`.
+
+    >>> @jf.py_function(Tout=jf.float32)
+    ... def double(x):
+    ...     return x * 2
+    >>> double(jf.constant(1.0)).numpy()
+    np.float32(2.0)
     """
+    if Tout is _NOT_GIVEN:
+        raise TypeError("py_function: missing the argument Tout (a dtype, a list of dtypes, or None)")
+    if inp is None:  # decorator form
+        def decorate(fn: Callable) -> Callable:
+            if not callable(fn):
+                raise TypeError(f"func: expected a callable; got {type(fn).__name__}")
+
+            @functools.wraps(fn)
+            def wrapper(*args: Any) -> Any:
+                return py_function(fn, list(args), Tout, name=name)
+            return wrapper
+        return decorate(func) if func is not None else decorate
     if not callable(func):
         raise TypeError(f"func: expected a callable; got {type(func).__name__}")
     single = not isinstance(Tout, (list, tuple)) and Tout is not None

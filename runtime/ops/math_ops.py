@@ -43,17 +43,17 @@ def _object_safe(kernel: K.UfuncKernel, numpy_fn):
 
 # (tf_op, public name, default node name, kinds, output dtype, numba scalar fn, numpy reference)
 _BINARY: List[Tuple[Any, ...]] = [
-    ("AddV2", "add", "add", "fi", None, K.add_, np.add),
-    ("Sub", "subtract", "sub", "fi", None, K.sub_, np.subtract),
-    ("Mul", "multiply", "mul", "fi", None, K.mul_, np.multiply),
-    ("RealDiv", "divide", "truediv", "f", None, K.div_, np.divide),
+    ("AddV2", "add", "add", "fic", None, K.add_, np.add),
+    ("Sub", "subtract", "sub", "fic", None, K.sub_, np.subtract),
+    ("Mul", "multiply", "mul", "fic", None, K.mul_, np.multiply),
+    ("RealDiv", "divide", "truediv", "fc", None, K.div_, np.divide),
     ("FloorDiv", "floordiv", "floordiv", "fi", None, K.floordiv_, np.floor_divide),
     ("FloorMod", "mod", "mod", "fi", None, K.mod_, np.mod),
     ("Pow", "pow", "pow", "fi", None, K.pow_, np.power),
     ("Maximum", "maximum", "Maximum", "fi", None, K.max_nan_, np.maximum),
     ("Minimum", "minimum", "Minimum", "fi", None, K.min_nan_, np.minimum),
-    ("Equal", "equal", "Equal", "fibs", _dt.bool_, K.eq_, np.equal),
-    ("NotEqual", "not_equal", "NotEqual", "fibs", _dt.bool_, K.ne_, np.not_equal),
+    ("Equal", "equal", "Equal", "fibsc", _dt.bool_, K.eq_, np.equal),
+    ("NotEqual", "not_equal", "NotEqual", "fibsc", _dt.bool_, K.ne_, np.not_equal),
     ("Less", "less", "Less", "fi", _dt.bool_, K.lt_, np.less),
     ("LessEqual", "less_equal", "LessEqual", "fi", _dt.bool_, K.le_, np.less_equal),
     ("Greater", "greater", "Greater", "fi", _dt.bool_, K.gt_, np.greater),
@@ -64,13 +64,13 @@ _BINARY: List[Tuple[Any, ...]] = [
 
 _UNARY: List[Tuple[Any, ...]] = [
     ("LogicalNot", "logical_not", "LogicalNot", "b", K.not_, np.logical_not),
-    ("Neg", "negative", "Neg", "fi", K.neg_, np.negative),
+    ("Neg", "negative", "Neg", "fic", K.neg_, np.negative),
     ("Abs", "abs", "Abs", "fi", K.abs_, np.abs),
     ("Sign", "sign", "Sign", "fi", K.sign_, np.sign),
     ("Exp", "exp", "Exp", "f", K.exp_, np.exp),
     ("Log", "log", "Log", "f", K.log_, np.log),
     ("Sqrt", "sqrt", "Sqrt", "f", K.sqrt_, np.sqrt),
-    ("Square", "square", "Square", "fi", K.square_, np.square),
+    ("Square", "square", "Square", "fic", K.square_, np.square),
     ("Tanh", "tanh", "Tanh", "f", K.tanh_, np.tanh),
     ("Sigmoid", "sigmoid", "Sigmoid", "f", K.sigmoid_, lambda x: 1 / (1 + np.exp(-x))),
     ("Sin", "sin", "Sin", "f", K.sin_, np.sin),
@@ -79,7 +79,8 @@ _UNARY: List[Tuple[Any, ...]] = [
 ]
 
 for _op, _pub, _name, _kinds, _out, _fn, _ref in _BINARY:
-    _kernel = K.UfuncKernel(_fn, "bool" if _out is _dt.bool_ else "same", _op)
+    _kernel = (K.IntDivKernel if _op in ("FloorDiv", "FloorMod") else K.UfuncKernel)(
+        _fn, "bool" if _out is _dt.bool_ else "same", _op)
     if "s" in _kinds:
         register(_op, elementwise(_kinds, _out), cpu=_object_safe(_kernel, _ref), reference=_ref,
                  public_name=_pub, default_name=_name)
@@ -706,13 +707,13 @@ def _softmax_kernel(kernel_2d):
 
 
 def _softmax_ref(logits, axis):
-    e = np.exp(logits - np.max(logits, axis=axis, keepdims=True))
+    e = np.exp(logits - np.max(logits, axis=axis, keepdims=True, initial=-np.inf))
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
 def _log_softmax_ref(logits, axis):
     # x - max - log(sum(exp(x - max))): log(softmax) would give -inf where softmax underflows.
-    shifted = logits - np.max(logits, axis=axis, keepdims=True)
+    shifted = logits - np.max(logits, axis=axis, keepdims=True, initial=-np.inf)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 

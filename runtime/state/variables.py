@@ -16,6 +16,7 @@ from typing import Any, Optional
 import numpy as np
 
 from jitflow.runtime.core import context, devices
+from jitflow.runtime.state import variable_options as _variable_options
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.errors import FailedPreconditionError, InvalidArgumentError
 from jitflow.runtime.ops.constant_op import TensorConvertible, convert_to_tensor, to_numpy
@@ -119,8 +120,23 @@ class Variable(TensorConvertible):
     # pending symbolic initial value.
     _value: Any
 
-    def __init__(self, initial_value: Any = None, trainable: bool = True, name: Optional[str] = None,
-                 dtype: Any = None, shape: Any = None) -> None:
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Variable":
+        # `jf.Variable(...)` makes a ResourceVariable, as `tf.Variable(...)` does in TF 2.
+        return object.__new__(ResourceVariable if cls is Variable else cls)
+
+    def __init__(self, initial_value: Any = None, trainable: bool = True, validate_shape: bool = True,
+                 caching_device: Any = None, name: Optional[str] = None, variable_def: Any = None,
+                 dtype: Any = None, import_scope: Any = None, constraint: Any = None,
+                 synchronization: Any = None, aggregation: Any = None, shape: Any = None,
+                 experimental_enable_variable_lifting: bool = True) -> None:
+        self._synchronization = _variable_options.check_synchronization(synchronization)
+        self._aggregation = _variable_options.check_aggregation(aggregation)
+        if constraint is not None and not callable(constraint):
+            raise ValueError(f"constraint: expected a callable (value -> projected value) or None; got {constraint!r}")
+        self._constraint = constraint
+        if variable_def is not None:
+            raise ValueError("variable_def: building a variable from a VariableDef proto is TF 1 graph "
+                             "API; pass initial_value instead")
         if initial_value is None:
             raise ValueError("initial_value: a jf.Variable needs an initial value")
         if callable(initial_value) and not isinstance(initial_value, (Tensor, TensorConvertible)):
@@ -142,6 +158,8 @@ class Variable(TensorConvertible):
             value_dtype = _dt.string if value.dtype == object else _dt.as_dtype(value.dtype)
             value_shape = value.shape
         self._dtype = _dt.as_dtype(dtype) if dtype is not None else value_dtype
+        if shape is None and not validate_shape:
+            shape = TensorShape(None)
         self._shape = value_shape if shape is None else TensorShape(shape).dims
         if not is_compatible(self._shape, value_shape):
             raise ValueError(f"shape: initial value has shape {format_dims(value_shape)}, "
@@ -267,6 +285,21 @@ class Variable(TensorConvertible):
                    read_value: bool = True):
         return self._update("AssignSubVariableOp", delta, read_value)
 
+    @property
+    def aggregation(self):
+        """How replicas' updates combine (`jf.VariableAggregation`); one replica here."""
+        return self._aggregation
+
+    @property
+    def synchronization(self):
+        """When replicas synchronise (`jf.VariableSynchronization`); one replica here."""
+        return self._synchronization
+
+    @property
+    def constraint(self):
+        """The projection an optimizer applies after each update (None: none)."""
+        return self._constraint
+
     # -- display ------------------------------------------------------------------------
     def __repr__(self) -> str:
         value = self._value
@@ -307,3 +340,11 @@ class Variable(TensorConvertible):
 operators.install(Variable)
 # `__eq__` is elementwise, so Variables keep identity hashing explicitly.
 Variable.__hash__ = lambda self: id(self)  # type: ignore[method-assign]
+
+
+class ResourceVariable(Variable):
+    """The class of every `jf.Variable(...)` (TF 2's `ResourceVariable`); `isinstance(v, jf.Variable)`.
+
+    >>> type(Variable(1.0)).__name__
+    'ResourceVariable'
+    """

@@ -462,9 +462,22 @@ def convert(fn: Callable) -> Callable:
         return convert(fn.__func__).__get__(fn.__self__, type(fn.__self__))
     code = _converted(fn).code
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    closure = tuple(cells[name] if name in cells else types.CellType(autograph_ops)
-                    for name in code.co_freevars)
-    new_fn: Any = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    own_name_cells = []
+    closure = []
+    for name in code.co_freevars:
+        if name in cells:
+            closure.append(cells[name])
+        elif name == "ag__":
+            closure.append(types.CellType(autograph_ops))
+        else:
+            # The function's own name, which the factory binds to the converted function:
+            # a recursive call must reach what the original would (the global jf.function).
+            cell = types.CellType()
+            own_name_cells.append((name, cell))
+            closure.append(cell)
+    new_fn: Any = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, tuple(closure))
+    for name, cell in own_name_cells:
+        cell.cell_contents = fn.__globals__.get(name, new_fn)
     new_fn.__kwdefaults__ = fn.__kwdefaults__
     new_fn.__qualname__ = fn.__qualname__
     new_fn.__wrapped_original__ = fn
@@ -484,7 +497,9 @@ def to_code(fn: Callable) -> str:
     fn = getattr(fn, "python_function", fn)
     if inspect.ismethod(fn):
         fn = fn.__func__
-    return _converted(fn).source + "\n"
+    source = _converted(fn).source
+    # TF names the converted function tf__<name>; tutorials print it.
+    return source.replace(f"def {fn.__name__}(", f"def tf__{fn.__name__}(", 1) + "\n"
 
 
 autograph_ops.hooks.convert = convert

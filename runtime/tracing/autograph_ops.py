@@ -110,6 +110,10 @@ def if_stmt(test: Any, body: Callable[[], None], orelse: Callable[[], None],
         elif orelse is not None:
             orelse()
         return
+    if test._dims is not None and len(test._dims) != 0:
+        # As TF: a tensor `if` needs a scalar condition, caught when the function is traced.
+        raise TypeError(f"the condition of a tensor `if` must be a scalar bool tensor; got {test.name} "
+                        f"with shape {list(test._dims)} (reduce it first, e.g. jf.reduce_all(...))")
     initial = get_state()
 
     def branch(fn: Optional[Callable[[], None]]) -> Callable[[], tuple]:

@@ -9,6 +9,7 @@ is what makes the `if self.v is None:` pattern work and `inner_var` fail (seed 0
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import inspect
 import itertools
@@ -25,7 +26,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from jitflow.runtime.autodiff import tape as autodiff
-from jitflow.runtime.tracing import autograph, autograph_ops
+from jitflow.runtime.execution import config as _config
+from jitflow.runtime.tracing import autograph, autograph_ops, trace_types
+from jitflow.runtime.tracing import function_type as _function_type
 from jitflow.runtime.execution import compiler, direct_call
 from jitflow.runtime.core import context, instrument
 from jitflow.runtime.tracing import trace_records as _records
@@ -211,13 +214,26 @@ class ConcreteFunction:
 
     trainable_variables = property(lambda self: tuple(v for v in self.variables if v.trainable))
 
-    def pretty_printed_signature(self) -> str:
-        args, kwargs = self.structured_input_signature
-        parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
-        return f"{self.function._name}({', '.join(parts)})"
+    def pretty_printed_signature(self, verbose: bool = True) -> str:
+        """TF's format: the Input Parameters / Output Type / Captures block (verbose), or
+        `(x: TensorSpec(...)) -> TensorSpec(...)`."""
+        return _function_type.verbose_signature(self) if verbose else _function_type.short_signature(self)
+
+    @property
+    def function_type(self) -> "_function_type.FunctionType":
+        """Parameters with their type constraints, and the output type (TF's `FunctionType`)."""
+        return _function_type.function_type(self)
+
+    @property
+    def inference_fn(self) -> "ConcreteFunction":
+        """The function that runs the forward graph (TF's AtomicFunction); here, this one."""
+        return self
+
+    def __str__(self) -> str:
+        return "ConcreteFunction " + self.pretty_printed_signature(verbose=True)
 
     def __repr__(self) -> str:
-        return f"<ConcreteFunction {self.pretty_printed_signature()} at {id(self):#x}>"
+        return f"<ConcreteFunction {self.pretty_printed_signature(verbose=False)} at {id(self):#X}>"
 
     # -- calling --------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -442,6 +458,9 @@ def _conform(value: Any, spec: TensorSpec, path: str, fname: str) -> Any:
 
 
 # -- Function ----------------------------------------------------------------------------
+_eager_mode = _config.eager_mode  # jf.config.run_functions_eagerly
+
+
 class Function(direct_call.FunctionBase):
     """A polymorphic traced function: holds one ConcreteFunction per input signature.
 
@@ -495,6 +514,7 @@ class Function(direct_call.FunctionBase):
         self.tracing_count = 0
         self._trace_calls: deque = deque(maxlen=RETRACE_WARNING_WINDOW)
         self._warned = False
+        _eager_mode.functions.add(self)
 
     def _check_signature(self, input_signature: Optional[Sequence[Any]]):
         if input_signature is None:
@@ -607,6 +627,8 @@ class Function(direct_call.FunctionBase):
     def _call_unfiltered(self, *args: Any, **kwargs: Any) -> Any:
         """Bind, key, find or trace, run."""
         cf: Optional[ConcreteFunction]
+        if _eager_mode.on:  # jf.config.run_functions_eagerly(True): plain Python, for debugging
+            return self._python_function(*args, **kwargs)
         if self._input_signature is not None:
             leaves = self._bind_signature(args, kwargs)
             cf = self._signature_cf or self._signature_function(_records.FIRST_CALL)
@@ -634,6 +656,8 @@ class Function(direct_call.FunctionBase):
 
     def _enable_direct(self, values: tuple, cf: ConcreteFunction) -> None:
         """Let later calls with these argument types go straight to `cf` (see direct_call)."""
+        if _eager_mode.on:
+            return
         key = direct_call.table_key(values)
         if key is not None and key not in self._direct:
             entry = direct_call.table_entry(cf)
@@ -642,6 +666,24 @@ class Function(direct_call.FunctionBase):
 
     def __repr__(self) -> str:
         return f"<jf.Function {self._qualname} ({self.tracing_count} traces)>"
+
+    def pretty_printed_concrete_signatures(self, verbose: bool = True) -> str:
+        """Every traced signature in TF's printed format, separated by blank lines.
+
+        >>> import jitflow as jf
+        >>> f = jf.function(lambda x: x)
+        >>> _ = f(jf.constant(1.0))
+        >>> print(f.pretty_printed_concrete_signatures())  # doctest: +NORMALIZE_WHITESPACE
+        Input Parameters:
+          x (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(), dtype=jf.float32, name=None)
+        Output Type:
+          TensorSpec(shape=(), dtype=jf.float32, name=None)
+        Captures:
+          None
+        """
+        with self._lock:
+            concretes = list(self._concretes)
+        return "\n\n".join(cf.pretty_printed_signature(verbose) for cf in concretes)
 
     # -- binding --------------------------------------------------------------------------
     def _bind(self, args: tuple, kwargs: dict) -> tuple:
@@ -693,7 +735,8 @@ class Function(direct_call.FunctionBase):
     def _trace_new(self, key: Tuple, values: tuple, leaves: List[Any], serve: bool):
         """Trace for a missed key, choosing the reason and the variable-creation rule."""
         changes: Tuple[ArgChange, ...] = ()
-        if not self._concretes and not self._first_trace_done:
+        recursive = any(frame.function is self for frame in _frame_stack())  # f calling itself by name
+        if not self._concretes and not self._first_trace_done and not recursive:
             code = getattr(inspect.unwrap(self._python_function), "__code__", None)
             if self._bound_to is None and code is not None and _code_traces[code] > 0:
                 reason = _records.NEW_FUNCTION_OBJECT
@@ -703,7 +746,7 @@ class Function(direct_call.FunctionBase):
                 _code_traces[code] += 1
         else:
             reason = _records.RETRACE
-            previous = [cf._key[1] for cf in self._concretes]
+            previous = [cf._key[1] for cf in self._concretes[-trace_types.CLOSEST_WINDOW:]]
             changes = tuple(closest(self._param_names, previous, key[1]) or ())
         trace_key = key
         if self._reduce_retracing and self._concretes:
@@ -848,7 +891,7 @@ class Function(direct_call.FunctionBase):
         if self._warned:
             return
         window_start = self._call_count - RETRACE_WARNING_WINDOW
-        recent = sum(1 for c in self._trace_calls if c > window_start)
+        recent = len(self._trace_calls) - bisect.bisect_right(self._trace_calls, window_start)  # sorted
         if recent >= RETRACE_WARNING_TRACES:
             self._warned = True
             common = _most_common_change(self._id)

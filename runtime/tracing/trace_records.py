@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from jitflow.runtime.tracing.trace_types import ArgChange
 
@@ -123,14 +123,19 @@ def advice_for(changes: Tuple[ArgChange, ...], reason_kind: str, function: str,
     return "Keep the argument types, shapes and Python values stable between calls."
 
 
+# The registry keeps the most recent records only: a program that retraces forever must
+# not grow without bound (subscribers, e.g. the summary writer, see every record).
+MAX_RECORDS = 10_000
+
+
 class TraceRegistry:
-    """Keeps every record of this process and notifies subscribers (thread-safe).
+    """Keeps the last MAX_RECORDS records of this process and notifies subscribers (thread-safe).
 
     Besides records it tells subscribers of `subscribe_compiles` when a traced graph has
     been compiled (its compile time is known only then, often on a background thread)."""
 
     def __init__(self) -> None:
-        self._records: List[TraceRecord] = []
+        self._records: Deque[TraceRecord] = deque(maxlen=MAX_RECORDS)
         self._subscribers: Dict[int, Callable[[TraceRecord], None]] = {}
         self._compile_subscribers: Dict[int, Callable[[str, float], None]] = {}
         self._lock = threading.Lock()

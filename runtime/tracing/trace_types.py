@@ -8,6 +8,8 @@ Comparing a missed key with the cached ones yields the retrace reason, e.g.
 """
 from __future__ import annotations
 
+import abc
+
 import weakref
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence, Tuple
@@ -55,6 +57,70 @@ class ObjectRef:
         return f"<{self.type_name} at {self._id:#x}>"
 
 
+class TraceType(abc.ABC):
+    """How `jf.function` keys a Python object it traces with (TF's `tf.types.experimental.TraceType`).
+
+    An argument whose class defines `__tf_tracing_type__(self, context)` is keyed by the
+    TraceType it returns instead of by identity: two objects whose trace types are equal
+    (`__eq__`, `__hash__`) share one trace.
+
+    >>> class Fruit(TraceType):
+    ...     def __init__(self, kind): self.kind = kind
+    ...     def is_subtype_of(self, other): return self == other
+    ...     def most_specific_common_supertype(self, others): return self if all(self == o for o in others) else None
+    ...     def placeholder_value(self, placeholder_context=None): return self.kind
+    ...     def __eq__(self, other): return isinstance(other, Fruit) and other.kind == self.kind
+    ...     def __hash__(self): return hash(self.kind)
+    >>> Fruit("apple") == Fruit("apple")
+    True
+    """
+
+    @abc.abstractmethod
+    def is_subtype_of(self, other: "TraceType") -> bool:
+        """Whether a trace for `other` also serves values of this type."""
+
+    @abc.abstractmethod
+    def most_specific_common_supertype(self, others: Any) -> Any:
+        """The narrowest type covering this one and `others` (None if there is none)."""
+
+    @abc.abstractmethod
+    def placeholder_value(self, placeholder_context: Any = None) -> Any:
+        """The value the Python function sees while tracing."""
+
+    @abc.abstractmethod
+    def __eq__(self, other: Any) -> bool:
+        ...
+
+    @abc.abstractmethod
+    def __hash__(self) -> int:
+        ...
+
+
+class TraceTypeRef:
+    """An OBJECT key for an argument with `__tf_tracing_type__`: equal when the types are."""
+
+    __slots__ = ("trace_type", "value", "type_name")
+
+    def __init__(self, trace_type: Any, value: Any) -> None:
+        self.trace_type = trace_type
+        self.value = value
+        self.type_name = type(value).__name__
+
+    def get(self) -> Any:
+        return self.value
+
+    alive = True
+
+    def __hash__(self) -> int:
+        return hash(self.trace_type)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, TraceTypeRef) and other.trace_type == self.trace_type
+
+    def describe(self) -> str:
+        return f"<{self.type_name} of trace type {short_repr(self.trace_type)}>"
+
+
 def make_key(value: Any, leaves: List[Any]) -> Any:
     """The cache-key tree of `value`; appends tensor-like leaves (fed at call time)."""
     cls = value.__class__
@@ -86,6 +152,9 @@ def make_key(value: Any, leaves: List[Any]) -> Any:
     if isinstance(value, Tensor):
         leaves.append(value)
         return (TENSOR, value._dtype, value._dims)
+    tracing_type = getattr(value, "__tf_tracing_type__", None)
+    if tracing_type is not None:
+        return (OBJECT, TraceTypeRef(tracing_type(None), value))
     return (OBJECT, ObjectRef(value))
 
 
@@ -149,12 +218,32 @@ class ArgChange:
                 "detail": self.detail, "text": str(self)}
 
 
+# Records must stay small whatever the arguments are: a Python value is shown by at most
+# VALUE_CHARS characters, and one argument contributes at most MAX_CHANGES changes.
+VALUE_CHARS = 120
+MAX_CHANGES = 8
+# A retrace's reason is diffed against at most this many recent traces, so its cost does not
+# grow with the number of earlier traces.
+CLOSEST_WINDOW = 16
+
+
+def short_repr(value: Any, limit: int = VALUE_CHARS) -> str:
+    """repr(value), cut to `limit` characters with the full length noted."""
+    if isinstance(value, (str, bytes)) and len(value) > 4 * limit:  # do not repr megabytes
+        value = value[:limit + 1]
+        return repr(value)[:limit] + f"... ({type(value).__name__} cut at {limit} characters)"
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
 def describe(key: Any) -> str:
     tag = key[0]
     if tag == TENSOR:
         return f"{key[1].name} tensor of shape {format_dims(key[2])}"
     if tag == PRIM:
-        return f"Python {key[1].__name__} {key[2]!r}"
+        return f"Python {key[1].__name__} {short_repr(key[2])}"
     if tag == OBJECT:
         return key[1].describe()
     if tag == LIST:
@@ -185,13 +274,21 @@ def diff(old: Any, new: Any, path: str) -> List[ArgChange]:
     if tag == PRIM:
         if old[1] is not new[1]:
             return [ArgChange(path, "type", describe(old), describe(new))]
-        return [ArgChange(path, "value", repr(old[2]), repr(new[2]), f"Python {old[1].__name__}")]
+        return [ArgChange(path, "value", short_repr(old[2]), short_repr(new[2]), f"Python {old[1].__name__}")]
     if tag == OBJECT:
         return [ArgChange(path, "object", describe(old), describe(new))]
     if tag in (LIST, TUPLE) and len(old[1]) == len(new[1]):
         out: List[ArgChange] = []
+        differing = 0
         for i, (a, b) in enumerate(zip(old[1], new[1])):
-            out += diff(a, b, f"{path}[{i}]")
+            if a == b:
+                continue
+            differing += 1
+            if len(out) < MAX_CHANGES:
+                out += diff(a, b, f"{path}[{i}]")
+        if differing > MAX_CHANGES:
+            out = out[:MAX_CHANGES] + [ArgChange(path, "value", "...", "...",
+                                                 f"{differing - MAX_CHANGES} more elements changed;")]
         return out
     if tag == NAMEDTUPLE and old[1] is new[1] and len(old[2]) == len(new[2]):
         out = []
@@ -209,17 +306,22 @@ def diff(old: Any, new: Any, path: str) -> List[ArgChange]:
 def diff_args(names: Sequence[str], old: Tuple, new: Tuple) -> List[ArgChange]:
     changes: List[ArgChange] = []
     for name, a, b in zip(names, old, new):
-        changes += diff(a, b, f"arg {name!r}")
+        changes += diff(a, b, f"arg {name!r}")[:MAX_CHANGES + 1]
     return changes
 
 
 def closest(names: Sequence[str], candidates: Sequence[Tuple], new: Tuple) -> Optional[List[ArgChange]]:
-    """The change list against the cached key that differs least (latest wins ties)."""
+    """The change list against the cached key that differs least (latest wins ties).
+
+    Only the last CLOSEST_WINDOW candidates are compared, newest first, stopping at a
+    single change (nothing differs less from a key that missed the cache)."""
     best: Optional[List[ArgChange]] = None
-    for old in candidates:
+    for old in reversed(candidates[-CLOSEST_WINDOW:]):
         changes = diff_args(names, old, new)
-        if best is None or len(changes) <= len(best):
+        if best is None or len(changes) < len(best):
             best = changes
+            if len(best) <= 1:
+                break
     return best
 
 

@@ -170,3 +170,28 @@ def test_random():
     for dt in INTS:
         n += compile_all(P.random_uniform_int, [(states, arr(dt), arr(dt), arr(dt))])
     assert n == 9
+
+
+def test_extra_op_kernels():
+    """The kernels of runtime/backends/cuda_extra_kernels.py (ops added for TF 2 tutorials)."""
+    from jitflow.runtime.backends import cuda_extra_kernels as X
+    from jitflow.runtime.ops import math_extra_ops as E
+    n = 0
+    for op, _pub, kinds, fn, _ref in E.UNARY:
+        if op in CK._HOST_ONLY:
+            continue
+        for dt in _kinds(kinds):
+            n += compile_all(P.map1_flat(fn), [(arr(dt), arr(dt))])
+    for fn in (X.floor_dev, X.ceil_dev, X.round_dev):
+        for dt in FLOATS:
+            n += compile_all(P.map1_flat(fn), [(arr(dt), arr(dt))])
+    for dt in CORE_INTS:
+        n += compile_all(P.map1_flat(X.invert_dev), [(arr(dt), arr(dt))])
+    for dt in FLOATS:
+        n += compile_all(X.linspace_fill, [(arr(dt), arr(dt), arr(dt), I64)])
+    for dt in FLOATS + CORE_INTS:
+        zero = from_dtype(np.dtype(dt))
+        n += compile_all(X.cumsum_rows, [(arr(dt), arr(dt), I64, T.boolean, T.boolean, zero)])
+        n += compile_all(X.top_k_rows, [(arr(dt), arr(np.int32), arr(dt), I64, I64)])
+        n += compile_all(X.einsum2, [(arr(dt), arr(dt), tup(2), tup(1), arr(dt), tup(2), tup(1), tup(2), tup(1), I64, zero)])
+    assert n > 40

@@ -38,16 +38,14 @@ def test_unknown_dtype_names_argument_expected_and_given(make):
 
 
 def test_unknown_numpy_and_python_dtypes():
-    with raises(TypeError, "dtype", "complex"):
-        jf.as_dtype(np.complex64)
-    with raises(TypeError, "value", "complex"):
-        jf.constant(1j)
+    with raises(TypeError, "dtype", "uint16"):
+        jf.as_dtype(np.uint16)
     with raises(TypeError, "value", "NoneType"):
         jf.constant(None)
     with raises(TypeError, "value", "object"):
         jf.constant(object())
-    with raises(TypeError, "value", "numpy dtype", "complex128"):
-        jf.constant(np.array([1j]))
+    with raises(TypeError, "value", "numpy dtype", "uint16"):
+        jf.constant(np.array([1], np.uint16))
 
 
 def test_ragged_nested_list_is_a_clear_value_error():
@@ -354,9 +352,9 @@ def test_using_a_symbolic_tensor_as_a_python_bool_is_refused():
 
 @pytest.mark.parametrize("convert, parts", [
     (int, ("Python int", "x:0")), (float, ("Python float", "x:0")), (len, ("len()", "x:0")),
-    (np.asarray, ("numpy", "x:0")), (lambda x: x.numpy(), ("x:0", "no value")),
+    (np.asarray, ("numpy", "x:0")),
     (lambda x: [1, 2][x], ("index", "x:0")), (list, ("iterate", "x:0")), (hash, ("unhashable", "ref()")),
-], ids=["int", "float", "len", "np.asarray", "numpy", "index", "iter", "hash"])
+], ids=["int", "float", "len", "np.asarray", "index", "iter", "hash"])
 def test_symbolic_tensors_refuse_python_conversions_while_tracing(convert, parts):
     @jf.function
     def f(x):
@@ -364,6 +362,16 @@ def test_symbolic_tensors_refuse_python_conversions_while_tracing(convert, parts
         return x
 
     with raises(TypeError, *parts):
+        f(jf.constant(1))
+
+
+def test_numpy_of_a_symbolic_tensor_raises_attribute_error_like_tf():
+    @jf.function
+    def f(x):
+        x.numpy()
+        return x
+
+    with raises(AttributeError, "x:0", "no value"):
         f(jf.constant(1))
 
 
@@ -381,7 +389,7 @@ def test_symbolic_tensor_used_after_its_trace_is_refused():
         t + 1
     with raises(InvalidArgumentError, "jf.exp", "mul:0"):
         jf.exp(t)
-    with raises(TypeError, "mul:0", "symbolic"):
+    with raises(AttributeError, "mul:0", "symbolic"):  # AttributeError, as TF (tutorials catch it)
         t.numpy()
     assert str(t) == 'Tensor("mul:0", shape=(), dtype=float32)'
 

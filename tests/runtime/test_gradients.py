@@ -56,6 +56,11 @@ class Case:
         return [i for i, x in enumerate(self.inputs) if np.asarray(x).dtype.kind == "f"]
 
 
+@jf.custom_gradient
+def _square_custom(x):
+    return x * x, lambda dy: dy * 2.0 * x
+
+
 I = np.int32
 CASES: List[Case] = [
     # elementwise binary, with broadcasting
@@ -139,6 +144,29 @@ CASES: List[Case] = [
     Case("TensorScatterUpdate", lambda t, i, u: jf.tensor_scatter_nd_update(t, i, u),
          [r(4, 2), np.array([[3], [0]], I), r(2, 2)]),
     Case("Pad", lambda x: jf.pad(x, [[1, 0], [0, 2]]), [r(2, 3)]),
+    # ops added for TF 2 tutorials (runtime/ops/math_extra_ops.py, array_extra_ops.py, custom_gradient)
+    Case("Log1p", jf.math.log1p, [pos(2, 3)]),
+    Case("Expm1", jf.math.expm1, [r(2, 3)]),
+    Case("Erf", jf.math.erf, [r(2, 3)]),
+    Case("Rsqrt", jf.math.rsqrt, [pos(2, 3)]),
+    Case("Reciprocal", jf.math.reciprocal, [pos(3)]),
+    Case("Tan", jf.math.tan, [r(3)]),
+    Case("Atan", jf.math.atan, [r(3)]),
+    Case("Asin", jf.math.asin, [r(3) * 0.8]),
+    Case("Acos", jf.math.acos, [r(3) * 0.8]),
+    Case("Sinh", jf.math.sinh, [r(3)]),
+    Case("Cosh", jf.math.cosh, [r(3)]),
+    Case("Softsign", jf.nn.softsign, [away(3)]),
+    Case("Cumsum", lambda x: jf.math.cumsum(x, axis=1, exclusive=True), [r(2, 3)]),
+    Case("Cumsum", lambda x: jf.math.cumsum(x, axis=0, reverse=True), [r(3, 2)]),
+    Case("TopKV2", lambda x: jf.math.top_k(x, k=2).values, [distinct(2, 4)]),
+    Case("LinSpace", lambda a, b: jf.linspace(a, b, 4), [r(), r()]),
+    Case("BroadcastTo", lambda x: jf.broadcast_to(x, [2, 3, 4]), [r(3, 1)]),
+    Case("Tile", lambda x: jf.tile(x, [2, 3]), [r(2, 2)]),
+    Case("SplitV", lambda x: jf.split(x, [1, 2], axis=1)[1], [r(2, 3)]),
+    Case("Einsum", lambda x, y: jf.einsum("ij,jk->ik", x, y), [r(2, 3), r(3, 4)]),
+    Case("Einsum", lambda x, y: jf.einsum("bij,bj->bi", x, y), [r(2, 3, 4), r(2, 4)]),
+    Case("CustomGradient", lambda x: _square_custom(x), [r(2, 3)]),
 ]
 IDS = [f"{c.op}-{i}" for i, c in enumerate(CASES)]
 

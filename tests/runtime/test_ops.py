@@ -43,6 +43,7 @@ NOT_HERE = {
         "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad", "AvgPool",
         "AvgPoolGrad", "BiasAdd", "BiasAddGrad", "Softplus", "Elu", "LeakyRelu", "DepthwiseConv2dNative",
         "DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter")},
+    "CustomGradient": "tests/runtime/test_gradients.py (an identity whose gradient is the user's)",
     "Placeholder": "fed at call time, never run",
     "Const": "returns its attr; covered by every traced test",
     "StatefulPartitionedCall": "tests/runtime/test_function.py",
@@ -284,7 +285,57 @@ def string_join(a, b):
     return out
 
 
+def _top_k_oracle(x, k):
+    """Descending, ties by lower index: a stable sort on the negated values (in float64)."""
+    idx = np.argsort(-np.asarray(x, np.float64), axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, idx, axis=-1), idx.astype(np.int32)
+
+
+def _split_oracle(x, size_splits, axis):
+    parts = [x.take(range(start, start + n), axis=axis) for start, n in
+             zip(np.cumsum((0,) + tuple(size_splits))[:-1], size_splits)]
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
 CASES: Dict[str, Case] = {
+    # ops added for TF 2 tutorials (runtime/ops/math_extra_ops.py, array_extra_ops.py)
+    "Log1p": Case("f", with_special("pos")),
+    "Expm1": Case("f", with_special("any")),
+    "Erf": Case("f", with_special("any")),
+    "Rsqrt": Case("f", with_special("pos")),
+    "Reciprocal": Case("f", unary("nonzero")),
+    "Floor": Case("f", with_special("any")),
+    "Ceil": Case("f", with_special("any")),
+    "Round": Case("f", with_special("any")),
+    "Tan": Case("f", unary("unit")),
+    "Atan": Case("f", with_special("any")),
+    "Asin": Case("f", unary("unit")),
+    "Acos": Case("f", unary("unit")),
+    "Sinh": Case("f", unary("unit")),
+    "Cosh": Case("f", unary("unit")),
+    "Softsign": Case("f", with_special("any")),
+    "Invert": Case("i", unary(), oracle=lambda x: (-x.astype(np.int64) - 1).astype(x.dtype)),
+    "Cumsum": Case("fi", lambda dt: [((sample((3, 4), dt),), {"axis": 1, "exclusive": False, "reverse": False}),
+                                     ((sample((3, 4), dt),), {"axis": 0, "exclusive": True, "reverse": True}),
+                                     ((sample((2, 0), dt),), {"axis": -1, "exclusive": False, "reverse": False})]),
+    "TopKV2": Case("fi", lambda dt: [((sample((3, 5), dt),), {"k": 2, "sorted": True}),
+                                     ((sample((4,), dt),), {"k": 4, "sorted": True})],
+                   oracle=lambda x, k, sorted: _top_k_oracle(x, k)),
+    "LinSpace": Case("f", lambda dt: [((np.asarray(1.0, dt.as_numpy_dtype), np.asarray(3.0, dt.as_numpy_dtype)),
+                                       {"num": n}) for n in (5, 1, 0)],
+                     oracle=lambda a, b, num: np.linspace(a, b, num).astype(np.asarray(a).dtype)),
+    "BroadcastTo": Case("fib", lambda dt: [((sample((3, 1), dt),), {"shape": (2, 3, 4)}),
+                                           ((sample((), dt),), {"shape": (2,)})], rejects=False,
+                        oracle=lambda x, shape: np.broadcast_to(x, shape).copy()),
+    "Tile": Case("fib", lambda dt: [((sample((2, 3), dt),), {"multiples": (2, 1)}),
+                                    ((sample((2, 3), dt),), {"multiples": (0, 3)})], rejects=False,
+                 oracle=lambda x, multiples: np.tile(x, multiples)),
+    "SplitV": Case("fib", lambda dt: [((sample((4, 3), dt),), {"size_splits": (1, 3), "axis": 0}),
+                                      ((sample((4, 3), dt),), {"size_splits": (3,), "axis": 1})], rejects=False,
+                   oracle=lambda x, size_splits, axis: _split_oracle(x, size_splits, axis)),
+    "Einsum": Case("fi", lambda dt: [((sample((2, 3), dt), sample((3, 4), dt)), {"equation": "ij,jk->ik"}),
+                                     ((sample((2, 3), dt),), {"equation": "ij->j"})],
+                   oracle=lambda *xs, equation: np.einsum(equation, *xs).astype(xs[0].dtype)),
     # elementwise binary
     "AddV2": Case("fi", binary()),
     "Sub": Case("fi", binary()),

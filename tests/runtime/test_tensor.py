@@ -296,7 +296,7 @@ def test_tensors_pickle_and_copy():
 
 
 def test_dtype_objects():
-    assert jf.float32.name == "float32" and repr(jf.float32) == "jf.float32" and str(jf.int8) == "int8"
+    assert jf.float32.name == "float32" and repr(jf.float32) == "jf.float32" and str(jf.int8) == "<dtype: 'int8'>"
     assert jf.as_dtype("float") is jf.float32 and jf.as_dtype(np.int16) is jf.int16
     assert jf.as_dtype(bool) is jf.bool_ and jf.as_dtype(str) is jf.string and jf.as_dtype(int) is jf.int32
     assert jf.float32.is_floating and jf.uint8.is_unsigned and jf.uint8.is_integer and not jf.int8.is_unsigned
