@@ -64,7 +64,8 @@ globals()["bool"] = _runtime.bool_
 
 __all__ = sorted(set(_runtime.__all__) | {
     "bool", "autograph", "config", "debugging", "initializers", "keras", "losses", "math", "nn", "optimizers", "random",
-    "train", "summary", "profiler", "data", "io", "image", "strings", "saved_model", "distribute", "linalg", "test", "types", "__version__",
+    "train", "summary", "profiler", "data", "io", "image", "strings", "saved_model", "distribute", "linalg", "test",
+    "types", "__version__",
 } - {"__version__"})
 
 

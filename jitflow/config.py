@@ -11,6 +11,7 @@ from jitflow.runtime.execution.config import (LogicalDevice, LogicalDeviceConfig
                                               set_logical_device_configuration, set_visible_devices)
 from jitflow.runtime.execution.config import functions_run_eagerly, run_functions_eagerly
 
-__all__ = ["run_functions_eagerly", "functions_run_eagerly", "list_physical_devices", "list_logical_devices", "set_visible_devices", "get_visible_devices",
+__all__ = ["run_functions_eagerly", "functions_run_eagerly", "list_physical_devices", "list_logical_devices",
+           "set_visible_devices", "get_visible_devices",
            "set_logical_device_configuration", "get_logical_device_configuration", "experimental",
            "PhysicalDevice", "LogicalDevice", "LogicalDeviceConfiguration"]

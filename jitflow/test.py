@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tempfile
 import unittest
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -49,17 +49,19 @@ class TestCase(unittest.TestCase):
         self.addCleanup(tmp.cleanup)
         return tmp.name
 
-    def assertAllEqual(self, a: Any, b: Any, msg: str = None) -> None:  # noqa: N802 - TF's names
+    def assertAllEqual(self, a: Any, b: Any, msg: Optional[str] = None) -> None:  # noqa: N802 - TF's names
         a, b = _np(a), _np(b)
         self.assertEqual(a.shape, b.shape, msg or f"shapes differ: {a.shape} != {b.shape}")
         np.testing.assert_array_equal(a, b, err_msg=msg or "")
 
-    def assertAllClose(self, a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6, msg: str = None) -> None:  # noqa: N802
+    def assertAllClose(self, a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6,  # noqa: N802
+                       msg: Optional[str] = None) -> None:
         a, b = _np(a), _np(b)
         self.assertEqual(a.shape, b.shape, msg or f"shapes differ: {a.shape} != {b.shape}")
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=msg or "")
 
-    def assertNotAllClose(self, a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6, msg: str = None) -> None:  # noqa: N802
+    def assertNotAllClose(self, a: Any, b: Any, rtol: float = 1e-6, atol: float = 1e-6,  # noqa: N802
+                          msg: Optional[str] = None) -> None:
         a, b = _np(a), _np(b)
         if a.shape == b.shape and np.allclose(a, b, rtol=rtol, atol=atol):
             self.fail(msg or f"expected values that differ; both are {a!r}")

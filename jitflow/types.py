@@ -12,7 +12,6 @@ import types as _types
 from jitflow.runtime.tracing.trace_types import TraceType
 
 experimental = _types.ModuleType("jitflow.types.experimental", "TF's tf.types.experimental names.")
-experimental.TraceType = TraceType
-experimental.__all__ = ["TraceType"]
+experimental.__dict__.update(TraceType=TraceType, __all__=["TraceType"])
 
 __all__ = ["experimental"]

@@ -32,7 +32,7 @@ from jitflow.runtime.core.dtypes import (DType, as_dtype, bool_, double, float16
 from jitflow.runtime.core.graph import Graph
 from jitflow.runtime.core.shapes import TensorShape
 from jitflow.runtime.core.tensor import Tensor, TensorSpec
-from jitflow.runtime.execution import config
+from jitflow.runtime.execution import config as _config  # noqa: F401 - jf.config is jitflow/config.py
 from jitflow.runtime.ops import io_ops as _io_ops  # noqa: F401 - registers PyFunc/PrintV2
 from jitflow.runtime.ops import nn_conv_ops as _nn_conv_ops  # noqa: F401 - registers conv/pool/activation ops
 from jitflow.runtime.ops import nn_ops as _nn_ops  # noqa: F401 - registers the cross-entropy ops
@@ -73,7 +73,8 @@ dtypes.cast = cast
 __all__ = [
     # types
     "DType", "as_dtype", "bool_", "double", "float16", "float32", "float64", "half", "int8", "int16",
-    "int32", "int64", "string", "uint8", "complex64", "complex128", "Tensor", "TensorSpec", "TensorShape", "Variable", "Module",
+    "int32", "int64", "string", "uint8", "complex64", "complex128", "Tensor", "TensorSpec", "TensorShape", "Variable",
+    "Module",
     "Graph", "dtypes", "errors",
     # execution context
     "executing_eagerly", "init_scope", "name_scope", "device",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from jitflow.runtime.autodiff import tape as _tape
 from jitflow.runtime.core.nest import flatten, pack
@@ -68,7 +68,7 @@ def _custom_gradient_grad(rec, grads):
     return [None] * n_out + arg_grads + var_grads
 
 
-def custom_gradient(f: Callable = None) -> Callable:
+def custom_gradient(f: Optional[Callable] = None) -> Callable:
     """Decorate `f(*args) -> (y, grad_fn)` so that gradients through it use `grad_fn(dy)`.
 
     >>> @jf.custom_gradient

@@ -168,7 +168,7 @@ register("EagerPyFunc", _py_func_infer, cpu=_py_func_kernel, public_name="py_fun
 _NOT_GIVEN = object()
 
 
-def py_function(func: Callable = None, inp: Sequence[Any] = None, Tout: Any = _NOT_GIVEN,  # noqa: N803
+def py_function(func: Optional[Callable] = None, inp: Optional[Sequence[Any]] = None, Tout: Any = _NOT_GIVEN,  # noqa: N803
                 name: Optional[str] = None):
     """Run the Python callable `func` on every call, eagerly or inside a `jf.function`.
 

@@ -193,5 +193,6 @@ def test_extra_op_kernels():
         zero = from_dtype(np.dtype(dt))
         n += compile_all(X.cumsum_rows, [(arr(dt), arr(dt), I64, T.boolean, T.boolean, zero)])
         n += compile_all(X.top_k_rows, [(arr(dt), arr(np.int32), arr(dt), I64, I64)])
-        n += compile_all(X.einsum2, [(arr(dt), arr(dt), tup(2), tup(1), arr(dt), tup(2), tup(1), tup(2), tup(1), I64, zero)])
+        n += compile_all(X.einsum2, [(arr(dt), arr(dt), tup(2), tup(1), arr(dt), tup(2), tup(1), tup(2), tup(1),
+                                      I64, zero)])
     assert n > 40

@@ -10,7 +10,8 @@ import jitflow as jf
 MODULES = [
     "jitflow.runtime.ops.math_extra_ops", "jitflow.runtime.ops.array_extra_ops", "jitflow.runtime.ops.clip_ops",
     "jitflow.runtime.ops.nn_extra_ops", "jitflow.runtime.autodiff.custom_gradient", "jitflow.runtime.autodiff.tape",
-    "jitflow.runtime.state.variable_options", "jitflow.runtime.state.variables", "jitflow.runtime.tracing.function_type",
+    "jitflow.runtime.state.variable_options", "jitflow.runtime.state.variables",
+    "jitflow.runtime.tracing.function_type",
     "jitflow.runtime.tracing.trace_types", "jitflow.runtime.execution.config", "jitflow.runtime.core.graph",
     "jitflow.test", "jitflow.types", "jitflow.linalg",
 ]

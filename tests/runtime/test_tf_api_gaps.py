@@ -165,7 +165,8 @@ def test_concrete_function_introspection():  # function/as_graph_def, function_t
     assert repr(cf.function_type.parameters["b"].annotation) == "Literal[2]"
     assert cf.inference_fn is cf
     text = str(cf)
-    assert text.startswith("ConcreteFunction Input Parameters:\n  a (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(None, 2)")
+    assert text.startswith("ConcreteFunction Input Parameters:\n"
+                           "  a (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(None, 2)")
     assert "Output Type:\n  Dict[['y', TensorSpec(shape=(None, 2), dtype=jf.float32, name=None)]]" in text
     assert "Captures:\n  None" in text
     assert f.pretty_printed_concrete_signatures() == cf.pretty_printed_signature()
