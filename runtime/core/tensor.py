@@ -5,7 +5,6 @@ Both kinds share `Tensor`, whose Python operators are installed by `ops.operator
 """
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
@@ -168,15 +167,21 @@ class EagerTensor(Tensor):
         return (constant_from_numpy, (self._host(), self._dtype.name))
 
 
+# `runtime.execution.device_memory` (a stage above, importing numba.cuda) sets itself here
+# when it loads; until then no value can be a device array.
+device_memory: Any = None
+
+
 def host_array(value: Any) -> Any:
     """`value` in host memory: a device array is copied back (waiting for it); anything else passes.
 
-    Looks for the device-memory module without importing it: without a GPU in use there
-    are no device arrays, and nothing here may import numba.cuda.
+    Uses the device-memory module only once it has loaded (it registers itself in
+    `device_memory` below): without a GPU in use there are no device arrays, and nothing
+    here may import numba.cuda.
     """
     if value.__class__ is np.ndarray:
         return value
-    dm = sys.modules.get(__name__.rsplit(".", 1)[0] + ".device_memory")
+    dm = device_memory
     if dm is not None and dm.is_device_array(value):
         return dm.to_host(value)
     return value

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import math
+import sys
 import threading
 import warnings
 import weakref
@@ -30,6 +31,7 @@ import numpy as np
 from numba import cuda
 
 from jitflow.runtime.core import devices
+from jitflow.runtime.core import tensor as _tensor
 from jitflow.runtime.core.errors import ResourceExhaustedError
 
 SIMULATED = devices.simulated()
@@ -304,3 +306,6 @@ def synchronize() -> None:
 def defer_cleanup():
     """numba's guard against driver frees (which synchronise) inside a graph run."""
     return cuda.defer_cleanup()
+
+
+_tensor.device_memory = sys.modules[__name__]  # host_array / device_of may now look at device arrays

@@ -10,7 +10,6 @@ against. Gradients (`OpDef.gradient`) are filled in by the autodiff module.
 from __future__ import annotations
 
 import functools
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -200,7 +199,7 @@ def _wrap(value: Any, dtype: _dt.DType) -> EagerTensor:
 
 def device_of(value: Any) -> Optional[str]:
     """The GPU a device array lives on; None for host values (and always without CUDA)."""
-    dm = sys.modules.get(__name__.rsplit(".", 2)[0] + ".device_memory")
+    dm = _tensor_module.device_memory  # set once runtime.execution.device_memory has loaded
     if dm is not None and dm.is_device_array(value):
         return dm.current_gpu_name()
     return None
