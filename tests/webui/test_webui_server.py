@@ -238,8 +238,8 @@ def test_panel_command_with_tensorboard(logdir):
 
 def test_docstring_examples_run():
     import doctest
-    import jitflow.webui
+    import jitflow.webui.app
     import jitflow.webui.server
-    for module in (jitflow.webui, jitflow.webui.server):
+    for module in (jitflow.webui.app, jitflow.webui.server):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0, module.__name__
