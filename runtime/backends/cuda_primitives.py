@@ -24,7 +24,11 @@ import numba
 from numba import cuda
 from numba.cuda.random import (xoroshiro128p_normal_float64, xoroshiro128p_uniform_float64)
 
-from jitflow.runtime.core import devices
+from jitflow.runtime.core import devices, lazyjit
+
+# numba through jitflow's loader first: it registers jitflow's overloads (the float32 tanh
+# the scalar kernels call) before any CUDA kernel built from those kernels compiles.
+lazyjit.numba()
 
 SIM = devices.simulated()
 TPB = 64 if SIM else 256              # threads per block of 1-D kernels

@@ -28,6 +28,16 @@ from jitflow.runtime.ops.registry import bind_kernel, kernel_attrs  # noqa: E402
 TABLE = placement.cuda_table()
 # Ops that stay on the host by design (placement runs them on the CPU).
 HOST_OPS = {"Placeholder", "Const", "PrintV2", "EagerPyFunc", "Add", "CopyToDevice", "CopyFromDevice"}
+# The input pipeline's ops (jf.data iterators, file reads, parsing, image codecs and
+# preprocessing, strings) run on the host, as tf.data's do: they feed the device, they do not
+# run on it.
+HOST_OPS |= {"AnonymousIteratorV3", "IteratorGetNext", "IteratorHasNext", "ReadFile", "SerializeTensor",
+             "ParseTensor", "ParseExampleV2", "ParseSequenceExampleV2", "DecodeCSV", "DecodeRaw", "DecodeImage",
+             "DecodeJpeg", "DecodePng", "EncodeJpeg", "EncodePng", "AdjustImage", "ConvertImageDtype",
+             "GrayscaleToRGB", "RGBToGrayscale", "ImageCrop", "ImageFlip", "ImageRot90", "PerImageStandardization",
+             "RandomOffsets", "ResizeBilinear", "ResizeNearestNeighbor", "ScaleAndTranslate", "SliceBySize",
+             "AsString", "StaticRegexReplace", "StringCase", "StringFormat", "StringJoin", "StringLength",
+             "StringSplitV2", "StringStrip", "StringToNumber"}
 # int16 and int64 run the same kernels as int8 and int32 (test_cuda_ptx.py compiles them all);
 # leaving them out keeps this module within the simulator's time budget.
 NUMERIC = [(op, dt) for op, dt in cpu_cases.OP_DTYPES if not dt.is_string and dt not in (jf.int16, jf.int64)]
