@@ -193,10 +193,12 @@ def _tanh(a):
 
 @lazyjit.on_numba_load
 def _register_tanh(nb) -> None:
+    tanh_float32_jit = _tanh_float32_jit.dispatcher  # the numba dispatcher: CUDA code calls it too
+
     @nb.extending.overload(_tanh)
     def _tanh_overload(a):
         if a == nb.types.float32:
-            return lambda a: _tanh_float32_jit(a)
+            return lambda a: tanh_float32_jit(a)
         return lambda a: math.tanh(a)
 
 

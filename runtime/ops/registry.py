@@ -85,6 +85,9 @@ def register(tf_op: str, infer: InferFn, *, cpu: Kernel, reference: Optional[Ker
     OPS[tf_op] = op
     KERNELS["cpu"][tf_op] = cpu
     KERNELS["reference"][tf_op] = reference if reference is not None else cpu
+    for backend, table in KERNELS.items():  # a backend loaded earlier extends the CPU table
+        if backend not in ("cpu", "reference"):
+            table.setdefault(tf_op, cpu)
     return op
 
 
