@@ -29,26 +29,34 @@ from typing import Any, Callable, Dict, List, Optional
 
 _lock = threading.RLock()
 _numba: Optional[ModuleType] = None
+_loading: Optional[ModuleType] = None  # numba while its load hooks run
 _on_load: List[Callable[[ModuleType], None]] = []
 
 
 def numba() -> ModuleType:
     """The numba module, imported on the first call (which also runs the load hooks)."""
-    global _numba
+    global _numba, _loading
     if _numba is not None:
         return _numba
-    with _lock:
-        if _numba is None:
-            import numba as nb  # the one place jitflow imports numba for CPU kernels
-            from numba.core.typing.typeof import typeof_impl
+    with _lock:  # other threads wait here until the hooks have run
+        if _numba is not None:
+            return _numba
+        if _loading is not None:  # a load hook of this thread asking (the lock is reentrant)
+            return _loading
+        import numba as nb  # the one place jitflow imports numba for CPU kernels
+        from numba.core.typing.typeof import typeof_impl
 
-            @typeof_impl.register(LazyDispatcher)
-            def _typeof_lazy(value: LazyDispatcher, context: Any) -> Any:
-                return typeof_impl(value.dispatcher, context)
+        @typeof_impl.register(LazyDispatcher)
+        def _typeof_lazy(value: LazyDispatcher, context: Any) -> Any:
+            return typeof_impl(value.dispatcher, context)
 
+        _loading = nb
+        try:
             for hook in _on_load:
                 hook(nb)
-            _numba = nb
+        finally:
+            _loading = None
+        _numba = nb
     return _numba
 
 
