@@ -17,6 +17,12 @@ import jitflow as jf  # noqa: E402
 import _models  # noqa: E402
 
 
+def say(line: str) -> None:
+    """One line in one write(2): the two workers share mpiexec's stdout pipe, and print() writes
+    the text and its newline separately, so lines of the two could interleave."""
+    os.write(1, (line + "\n").encode())
+
+
 def main(argv):
     mode = argv[1]
     strategy = jf.distribute.MultiWorkerMirroredStrategy(collective_timeout=float(os.environ.get("TIMEOUT", "60")),
@@ -35,7 +41,7 @@ def main(argv):
         if rank == 0:
             np.savez(argv[2], *weights, losses=np.array(losses), iterations=iterations,
                      replicas=strategy.num_replicas_in_sync)
-        print(f"worker {rank} done", flush=True)
+        say(f"worker {rank} done")
     elif mode == "die-after-steps":
         kill_at = int(argv[2])
         how = argv[3] if len(argv) > 3 else "kill"
@@ -56,9 +62,9 @@ def main(argv):
             for x, y in strategy.experimental_distribute_dataset(_models.batches()):
                 if rank == 1 and step == kill_at:
                     if how == "exit":  # a silent exit the launcher does not treat as a failure
-                        print("worker 1 exiting", flush=True)
+                        say("worker 1 exiting")
                         os._exit(0)
-                    print("worker 1 killing itself", flush=True)
+                    say("worker 1 killing itself")
                     os.kill(os.getpid(), signal.SIGKILL)
 
                 def step_fn(x, y):
@@ -70,14 +76,14 @@ def main(argv):
                 strategy.run(step_fn, args=(x, y))
                 step += 1
                 if rank == 0 and step % 5 == 0:
-                    print(f"worker 0 step {step}", flush=True)
+                    say(f"worker 0 step {step}")
     elif mode == "raise-on-rank1":
         with strategy.scope():
             v = jf.Variable([1.0, 2.0])
         if rank == 1:
             raise ValueError("worker 1 found bad data")
         ctx_sum = strategy.run(lambda: jf.distribute.get_replica_context().all_reduce("sum", v * 1.0))
-        print("worker 0 all-reduced", ctx_sum, flush=True)
+        say(f"worker 0 all-reduced {ctx_sum}")
     elif mode == "summaries":  # each worker logs its loss to <logdir>/worker_<rank>; the chief also to <logdir>
         logdir = argv[2]
         with strategy.scope():
@@ -106,7 +112,7 @@ def main(argv):
         try:
             jf.distribute.MultiWorkerMirroredStrategy()
         except RuntimeError as e:
-            print(f"worker {rank} second strategy: {e}", flush=True)
+            say(f"worker {rank} second strategy: {e}")
     elif mode == "collectives":
         with strategy.scope():
             v = jf.Variable(np.full(3, float(rank + 1), np.float32))   # broadcast from rank 0: all ones
@@ -124,9 +130,9 @@ def main(argv):
         ok = all(np.allclose(summed[i], a + b) for i, (a, b) in enumerate(zip(floats(0), floats(1))))
         ok = ok and summed[4].tolist() == [0, 3, 6, 9, 12] and summed[5].shape == () and float(summed[5]) == 2.0
         ok = ok and summed[6].shape == (2, 3) and np.all(summed[6] == 2.0) and summed[4].dtype == np.int64
-        print(f"worker {rank} buckets {'ok' if ok else 'WRONG'}", flush=True)
-        print(f"worker {rank} v={v.numpy().tolist()} sum={out.numpy().tolist()} mean={float(mean)} "
-              f"gather={gathered.numpy().ravel().tolist()} logdir={jf.distribute.worker_logdir('logs')}", flush=True)
+        say(f"worker {rank} buckets {'ok' if ok else 'WRONG'}")
+        say(f"worker {rank} v={v.numpy().tolist()} sum={out.numpy().tolist()} mean={float(mean)} "
+              f"gather={gathered.numpy().ravel().tolist()} logdir={jf.distribute.worker_logdir('logs')}")
 
 
 if __name__ == "__main__":

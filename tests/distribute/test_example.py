@@ -45,5 +45,5 @@ def test_example_mirrored_and_multi_worker(tmp_path):
     assert sorted(p.name for p in logdir.iterdir() if p.is_dir()) == ["ckpt", "worker_0", "worker_1"]
     assert _losses(logdir, "loss") == pytest.approx(mirrored, rel=1e-5)   # 2 workers = 2 replicas
     assert len(_losses(logdir / "worker_1", "local_loss")) == 30
-    assert sorted(os.listdir(logdir / "ckpt")) == ["checkpoint", "ckpt-2.json", "ckpt-2.npz", "ckpt-3.json",
-                                                   "ckpt-3.npz"]
+    assert sorted(os.listdir(logdir / "ckpt")) == ["checkpoint", "ckpt-2.data-00000-of-00001", "ckpt-2.index",
+                                                   "ckpt-3.data-00000-of-00001", "ckpt-3.index"]
