@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional
 
 from .capture import Capture, OpEvent, RuntimeEvent
 from .xplane import PlaneBuilder, XSpace
+from jitflow.runtime.training.atomic_files import atomic_write
 
 HOST_PLANE = "/host:CPU"
 GPU_LINE = "Stream #0(Compute)"
@@ -293,21 +294,9 @@ def _new_run_dir(root: str) -> str:
 
 def write_atomic(path: str, data: bytes) -> None:
     """Write `data` to `path` through a temporary file in the same directory, renamed over
-    `path` only once it is complete and flushed: a full disk or a kill leaves no truncated
-    file where a reader looks (the temporary file is removed on error)."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
-        raise
+    `path` only once it is complete and synced: a full disk or a kill leaves no truncated
+    file where a reader looks (the checkpoint writer's `atomic_write`)."""
+    atomic_write(path, data)
 
 
 def write_files(capture: Capture, run_dir: str, host: str) -> List[str]:
