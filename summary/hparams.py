@@ -15,12 +15,12 @@ Example:
     >>> LR = hp.HParam("lr", hp.RealInterval(1e-4, 1e-1))
     >>> with s.create_file_writer(root).as_default():
     ...     hp.hparams_config(hparams=[LR], metrics=[hp.Metric("accuracy")])
-    True
+    <jf.Tensor: shape=(), dtype=bool, numpy=True>
     >>> with s.create_file_writer(root + "/run-0").as_default():
     ...     hp.hparams({LR: 0.01}, trial_id="run-0")
     ...     s.scalar("accuracy", 0.9, step=1)
-    True
-    True
+    <jf.Tensor: shape=(), dtype=bool, numpy=True>
+    <jf.Tensor: shape=(), dtype=bool, numpy=True>
 """
 
 from __future__ import annotations

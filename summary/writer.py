@@ -9,9 +9,9 @@ Example:
     >>> w = s.create_file_writer(tempfile.mkdtemp())
     >>> with w.as_default(step=0):
     ...     s.scalar("loss", 0.25)
-    True
+    <jf.Tensor: shape=(), dtype=bool, numpy=True>
     >>> s.scalar("loss", 0.25, step=1)  # no default writer outside the block
-    False
+    <jf.Tensor: shape=(), dtype=bool, numpy=False>
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ import numpy as np
 
 from jitflow.runtime.core.context import _state as _rt_state
 from jitflow.runtime.core.context import name_scope
-from jitflow.runtime.core.tensor import SymbolicTensor
+from jitflow.runtime.core import dtypes as _dtypes
+from jitflow.runtime.core.tensor import EagerTensor, SymbolicTensor
 from jitflow.summary import bucketing, context, imaging, in_graph, protos, wire
 from jitflow.summary.event_file import EventFileWriter
 from jitflow.summary.graphs import _graph_def_of
@@ -94,7 +95,7 @@ class SummaryFileWriter:
         >>> w = s.create_file_writer(tempfile.mkdtemp())
         >>> with w.as_default():
         ...     s.scalar("acc", 0.9, step=3)
-        True
+        <jf.Tensor: shape=(), dtype=bool, numpy=True>
         >>> w.close()
     """
 
@@ -210,7 +211,7 @@ class NoopSummaryWriter:
     >>> w = jf.summary.create_noop_writer()
     >>> with w.as_default():
     ...     jf.summary.scalar('loss', 1.0, step=0)
-    False
+    <jf.Tensor: shape=(), dtype=bool, numpy=False>
     """
 
     def as_default(self, step: Any = None) -> contextlib.AbstractContextManager:
@@ -253,7 +254,7 @@ def create_file_writer(logdir: str | os.PathLike | None, max_queue: int | None =
         >>> w = s.create_file_writer(tempfile.mkdtemp())
         >>> w.set_as_default(step=0)
         >>> s.scalar("loss", 1.0)
-        True
+        <jf.Tensor: shape=(), dtype=bool, numpy=True>
         >>> w.close()
     """
     if experimental_mesh is not None:
@@ -305,7 +306,7 @@ def scalar(name: str, data: Any, step: Any = None, description: str | None = Non
         >>> import tempfile, jitflow.summary as s
         >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
         ...     s.scalar("loss", 0.5, step=1)
-        True
+        <jf.Tensor: shape=(), dtype=bool, numpy=True>
     """
     if _rt_state.graph is not None:
         return in_graph.summary_op("scalar", _scoped(name), data, step, description=description)
@@ -339,7 +340,7 @@ def histogram(name: str, data: Any, step: Any = None, buckets: int | None = None
         >>> import numpy as np, tempfile, jitflow.summary as s
         >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
         ...     s.histogram("weights", np.random.randn(1000), step=0)
-        True
+        <jf.Tensor: shape=(), dtype=bool, numpy=True>
     """
     if _rt_state.graph is not None:
         return in_graph.summary_op("histogram", _scoped(name), data, step, buckets=buckets, description=description)
@@ -367,7 +368,7 @@ def text(name: str, data: Any, step: Any = None, description: str | None = None)
         >>> import tempfile, jitflow.summary as s
         >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
         ...     s.text("notes", "**lr** lowered", step=10)
-        True
+        <jf.Tensor: shape=(), dtype=bool, numpy=True>
     """
     if _rt_state.graph is not None:
         return in_graph.summary_op("text", _scoped(name), data, step, description=description)
@@ -388,7 +389,7 @@ def image(name: str, data: Any, step: Any = None, max_outputs: int = 3,
         >>> import numpy as np, tempfile, jitflow.summary as s
         >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
         ...     s.image("samples", np.random.rand(2, 8, 8, 3), step=0)
-        True
+        <jf.Tensor: shape=(), dtype=bool, numpy=True>
     """
     if _rt_state.graph is not None:
         return in_graph.summary_op("image", _scoped(name), data, step, max_outputs=max_outputs, description=description)
@@ -415,7 +416,7 @@ def audio(name: str, data: Any, sample_rate: Any, step: Any = None, max_outputs:
         >>> tone = np.sin(np.arange(8000) / 10.0).reshape(1, -1, 1)
         >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
         ...     s.audio("tone", tone, sample_rate=8000, step=0)
-        True
+        <jf.Tensor: shape=(), dtype=bool, numpy=True>
     """
     if _rt_state.graph is not None:
         return in_graph.summary_op("audio", _scoped(name), data, step, sample_rate=sample_rate,
@@ -446,7 +447,7 @@ def write_raw_pb(tensor: Any, step: Any = None, name: str | None = None) -> bool
         >>> pb = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag="x", simple_value=1.0)])
         >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
         ...     s.write_raw_pb(pb.SerializeToString(), step=0)
-        True
+        <jf.Tensor: shape=(), dtype=bool, numpy=True>
     """
     if _rt_state.graph is not None:
         return in_graph.summary_op("write_raw_pb", name or "raw_pb", tensor, step)
@@ -529,7 +530,7 @@ def write(tag: str, tensor: Any, step: Any = None, metadata: Any = None, name: s
         >>> import numpy as np, tempfile, jitflow.summary as s
         >>> with s.create_file_writer(tempfile.mkdtemp()).as_default():
         ...     s.write("raw", np.arange(3.0), step=0)
-        True
+        <jf.Tensor: shape=(), dtype=bool, numpy=True>
     """
     # As in TF, `tag` is used as given (not prefixed by the name scope): it usually
     # comes from `summary_scope`, which has applied the scope already.
@@ -592,6 +593,33 @@ def should_record_summaries() -> bool:
 
 record_if = context.record_if
 
+
+# As in TF, the summary ops return a bool tensor (whether the value was written), eagerly as
+# inside a function. Eager tensors are immutable, so two shared ones serve every call.
+_WRITTEN = EagerTensor(np.array(True), _dtypes.bool_)
+_NOT_WRITTEN = EagerTensor(np.array(False), _dtypes.bool_)
+
+
+def _returns_bool_tensor(front: Any) -> Any:
+    def op(*args: Any, **kwargs: Any) -> Any:
+        written = front(*args, **kwargs)
+        if written is True:
+            return _WRITTEN
+        if written is False:
+            return _NOT_WRITTEN
+        return written  # inside a function: the graph op's own bool tensor
+    op.__name__, op.__qualname__, op.__doc__ = front.__name__, front.__qualname__, front.__doc__
+    op.__module__, op.__wrapped__ = front.__module__, front  # type: ignore[attr-defined]
+    return op
+
+
+scalar = _returns_bool_tensor(scalar)
+histogram = _returns_bool_tensor(histogram)
+text = _returns_bool_tensor(text)
+image = _returns_bool_tensor(image)
+audio = _returns_bool_tensor(audio)
+write = _returns_bool_tensor(write)
+write_raw_pb = _returns_bool_tensor(write_raw_pb)
 
 # The graph ops of `in_graph` run these front-end functions when a traced function runs.
 in_graph.FRONTS.update({kind: globals()[kind] for kind in in_graph.OP_TYPES})

@@ -15,6 +15,7 @@ from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.compat.proto import graph_pb2, summary_pb2
 from tensorboard.util import tensor_util
 
+import jitflow as jf
 import jitflow.summary as s
 
 
@@ -81,7 +82,7 @@ def test_scalars_read_back(tmp_path):
     t0 = time.time()
     with w.as_default():
         for step in range(20):
-            assert s.scalar("loss", 1.0 / (step + 1), step=step) is True
+            assert bool(s.scalar("loss", 1.0 / (step + 1), step=step)) is True
         s.scalar("nan", math.nan, step=0)
         s.scalar("inf", -math.inf, step=0)
         s.scalar("described", 2.0, step=0, description="what it is")
@@ -221,15 +222,15 @@ def test_raw_write_with_metadata(tmp_path):
 
 
 def test_no_default_writer_returns_false(tmp_path):
-    assert s.scalar("x", 1.0, step=0) is False
-    assert s.histogram("x", [1.0], step=0) is False
-    assert s.text("x", "a", step=0) is False
-    assert s.image("x", np.zeros((1, 2, 2, 3)), step=0) is False
+    assert bool(s.scalar("x", 1.0, step=0)) is False
+    assert bool(s.histogram("x", [1.0], step=0)) is False
+    assert bool(s.text("x", "a", step=0)) is False
+    assert bool(s.image("x", np.zeros((1, 2, 2, 3)), step=0)) is False
     assert s.graph(graph_pb2.GraphDef()) is False
-    assert s.write("x", 1.0, step=0) is False
+    assert bool(s.write("x", 1.0, step=0)) is False
     assert s.should_record_summaries() is False
     # No step is needed to find out there is nothing to write.
-    assert s.scalar("x", 1.0) is False
+    assert bool(s.scalar("x", 1.0)) is False
 
 
 def test_record_if(tmp_path):
@@ -237,8 +238,8 @@ def test_record_if(tmp_path):
     with w.as_default():
         with s.record_if(False):
             assert s.should_record_summaries() is False
-            assert s.scalar("x", 1.0, step=0) is False
-            assert s.histogram("h", [1.0], step=0) is False
+            assert bool(s.scalar("x", 1.0, step=0)) is False
+            assert bool(s.histogram("h", [1.0], step=0)) is False
         state = {"step": 0}
         with s.record_if(lambda: state["step"] % 2 == 0):
             for step in range(6):
@@ -322,7 +323,7 @@ def test_as_default_is_per_thread(tmp_path):
         t.join()
         assert s.scalar("x", 1.0)
     w.close()
-    assert seen["other"] is False
+    assert bool(seen["other"]) is False
     assert len(accumulate(tmp_path).Tensors("x")) == 1
 
 
@@ -376,9 +377,9 @@ def test_max_queue_bounds_what_waits(tmp_path):
 def test_noop_writer():
     noop = s.create_noop_writer()
     with noop.as_default(step=3):
-        assert s.scalar("x", 1.0) is False
+        assert bool(s.scalar("x", 1.0)) is False
     noop.set_as_default()
-    assert s.scalar("x", 1.0, step=0) is False
+    assert bool(s.scalar("x", 1.0, step=0)) is False
     noop.flush()
     noop.close()
     assert isinstance(s.create_file_writer(None), s.NoopSummaryWriter)
@@ -428,3 +429,14 @@ def test_pathlib_logdir(tmp_path):
         s.scalar("x", 1.0, step=0)
     w.close()
     assert len(accumulate(tmp_path / "p").Tensors("x")) == 1
+
+
+def test_summary_ops_return_a_bool_tensor_as_tf_does(tmp_path):
+    """tf.summary.scalar/.../write return a scalar bool tensor, eagerly too (TF's return value)."""
+    results = [s.scalar("x", 1.0, step=0), s.write("x", 1.0, step=0)]
+    with s.create_file_writer(str(tmp_path)).as_default():
+        results += [s.scalar("x", 1.0, step=0), s.histogram("h", [1.0, 2.0], step=0), s.text("t", "a", step=0),
+                    s.write("w", 1.0, step=0)]
+    for r in results:
+        assert isinstance(r, jf.Tensor) and r.dtype == jf.bool and r.shape == ()
+    assert [bool(r) for r in results] == [False, False, True, True, True, True]
