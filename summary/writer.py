@@ -296,6 +296,12 @@ def _resolve(step: Any, needs_step: bool = True) -> tuple[SummaryFileWriter, int
     return w, as_step(step)
 
 
+# As in TF, the summary ops return a bool tensor (whether the value was written), eagerly as
+# inside a function. Eager tensors are immutable, so two shared ones serve every call.
+_WRITTEN = EagerTensor(np.array(True), _dtypes.bool_)
+_NOT_WRITTEN = EagerTensor(np.array(False), _dtypes.bool_)
+
+
 def scalar(name: str, data: Any, step: Any = None, description: str | None = None) -> bool:
     """Write a scalar (rank-0 float32 tensor, `scalars` plugin) to the default writer.
 
@@ -317,9 +323,9 @@ def scalar(name: str, data: Any, step: Any = None, description: str | None = Non
     if w is None:
         w = context.global_writer
         if w is None:
-            return False
+            return _NOT_WRITTEN
     if tls.record is not True and not context.recording():
-        return False
+        return _NOT_WRITTEN
     if step is None:
         step = tls.step
         if step is _UNSET:
@@ -328,7 +334,7 @@ def scalar(name: str, data: Any, step: Any = None, description: str | None = Non
             step = context.get_step()
             if step is None:
                 raise _no_step_error()
-    return w._scalar(name, data, step, description)
+    return _WRITTEN if w._scalar(name, data, step, description) else _NOT_WRITTEN
 
 
 def histogram(name: str, data: Any, step: Any = None, buckets: int | None = None,
@@ -594,12 +600,6 @@ def should_record_summaries() -> bool:
 record_if = context.record_if
 
 
-# As in TF, the summary ops return a bool tensor (whether the value was written), eagerly as
-# inside a function. Eager tensors are immutable, so two shared ones serve every call.
-_WRITTEN = EagerTensor(np.array(True), _dtypes.bool_)
-_NOT_WRITTEN = EagerTensor(np.array(False), _dtypes.bool_)
-
-
 def _returns_bool_tensor(front: Any) -> Any:
     def op(*args: Any, **kwargs: Any) -> Any:
         written = front(*args, **kwargs)
@@ -613,7 +613,6 @@ def _returns_bool_tensor(front: Any) -> Any:
     return op
 
 
-scalar = _returns_bool_tensor(scalar)
 histogram = _returns_bool_tensor(histogram)
 text = _returns_bool_tensor(text)
 image = _returns_bool_tensor(image)
