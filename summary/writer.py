@@ -29,7 +29,7 @@ import numpy as np
 from jitflow.runtime.core.context import _state as _rt_state
 from jitflow.runtime.core.context import name_scope
 from jitflow.runtime.core import dtypes as _dtypes
-from jitflow.runtime.core.tensor import EagerTensor, SymbolicTensor
+from jitflow.runtime.core.tensor import EagerTensor, SymbolicTensor, Tensor
 from jitflow.summary import bucketing, context, imaging, in_graph, protos, wire
 from jitflow.summary.event_file import EventFileWriter
 from jitflow.summary.graphs import _graph_def_of
@@ -302,7 +302,7 @@ _WRITTEN = EagerTensor(np.array(True), _dtypes.bool_)
 _NOT_WRITTEN = EagerTensor(np.array(False), _dtypes.bool_)
 
 
-def scalar(name: str, data: Any, step: Any = None, description: str | None = None) -> bool:
+def scalar(name: str, data: Any, step: Any = None, description: str | None = None) -> Tensor:
     """Write a scalar (rank-0 float32 tensor, `scalars` plugin) to the default writer.
 
     Returns True when written, False when there is no default writer or
