@@ -130,9 +130,9 @@ class SummaryWriter:
         # but writes nothing (no directory, no event file), e.g. on the non-chief workers.
         self.write_to_disk = bool(write_to_disk)
         purge = _opt_step(purge_step)
-        self.file_writer = (EventFileWriter(self.log_dir, max_queue, flush_secs, filename_suffix)
+        self._file = (EventFileWriter(self.log_dir, max_queue, flush_secs, filename_suffix)
                             if self.write_to_disk else _NoDiskFile())
-        self._add = self.file_writer.add
+        self._add = self._file.add
         self._sub_writers: dict[str, EventFileWriter] = {}  # add_scalars runs
         self._sub_lock = threading.Lock()
         if purge is not None:
@@ -141,6 +141,11 @@ class SummaryWriter:
 
     def __repr__(self) -> str:
         return f"<SummaryWriter {self.log_dir!r}>"
+
+    @property
+    def file_writer(self) -> Any:
+        """The main run's event file; None once the writer is closed (as PyTorch's writer)."""
+        return None if self._file.closed else self._file
 
     def get_logdir(self) -> str:
         """The directory event files are written to."""
@@ -305,7 +310,7 @@ class SummaryWriter:
             raise TypeError(f"text_string: expected a str, got {describe(text_string)}")
         ev = protos.text_event(torch_tag(tag) + "/text_summary", [data], (1,),
                                _opt_step(global_step), _wall(walltime))
-        self.file_writer.add_large(ev.SerializeToString())
+        self._file.add_large(ev.SerializeToString())
 
     # --- images, figures, video, audio -----------------------------------------------------
 
@@ -427,7 +432,7 @@ class SummaryWriter:
             data = torch_models.graph_def_bytes(model, input_to_model, verbose, use_strict_trace)
         else:
             data = _graph_def_of(model, input_to_model)
-        self.file_writer.add_large(protos.graph_event(data, _now()).SerializeToString())
+        self._file.add_large(protos.graph_event(data, _now()).SerializeToString())
 
     def add_embedding(self, mat: Any, metadata: Any = None, label_img: Any = None, global_step: Any = None,
                       tag: str = "default", metadata_header: Any = None) -> None:
@@ -554,21 +559,21 @@ class SummaryWriter:
     def _write(self, values: list, global_step: Any, walltime: Any) -> None:
         """One Event holding `values` (validated Summary.Value protos)."""
         ev = protos.event(_wall(walltime), _opt_step(global_step), summary=summary_pb2.Summary(value=values))
-        self.file_writer.add_large(ev.SerializeToString())
+        self._file.add_large(ev.SerializeToString())
 
     # --- lifetime ---------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if self.file_writer.closed:
+        if self._file.closed:
             raise RuntimeError(f"summary writer for {self.log_dir!r} is closed; "
                                "open a new writer to write more")
 
     def flush(self) -> None:
         """Block until everything added so far is in the event files (handed to
         the OS: it survives the process being killed)."""
-        _each([self.file_writer, *self._sub_writers.values()], "flush")
+        _each([self._file, *self._sub_writers.values()], "flush")
 
     def close(self) -> None:
         """Flush and close all event files; adding afterwards raises RuntimeError.
         Every file is closed even if one fails; the first error is raised."""
-        _each([self.file_writer, *self._sub_writers.values()], "close")
+        _each([self._file, *self._sub_writers.values()], "close")

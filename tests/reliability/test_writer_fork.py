@@ -90,11 +90,13 @@ def test_forked_children_of_a_torch_writer_flush_their_own_file(tmp_path):
     quiet.start()
     quiet.join(60)
     assert (flusher.exitcode, quiet.exitcode) == (0, 0)
+    parent_file = w.file_writer.path
     w.close()
+    assert w.file_writer is None  # PyTorch's writer drops its file writer on close too
 
     files = event_files(tmp_path)
     assert len(files) == 3
-    assert steps_of(w.file_writer.path, "parent") == list(range(30))
+    assert steps_of(parent_file, "parent") == list(range(30))
     for k in range(2):
         (own,) = [f for f in files if steps_of(f, f"child{k}")]
         assert steps_of(own, f"child{k}") == list(range(N_CHILD))
