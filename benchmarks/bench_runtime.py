@@ -280,6 +280,19 @@ def print_report(payload: Dict[str, Any], out=None) -> None:
             if "tf.function" in res:
                 parts.append(f"first call {_r(rt[name]['first_call_vs_tf_function'])} tf.function's")
             print(f"  {case_key:6s} {name:12s} " + ", ".join(parts), file=out)
+    if payload.get("cold_start"):
+        _cold_start().report(payload["cold_start"], out)
+
+
+def _cold_start() -> Any:
+    """benchmarks/cold_start.py, loaded from its path (fresh processes: import and first call)."""
+    import importlib.util as ilu
+    spec = ilu.spec_from_file_location("_jitflow_bench_cold_start",
+                                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "cold_start.py"))
+    assert spec is not None and spec.loader is not None
+    module = ilu.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _r(x: Optional[float]) -> str:
@@ -384,6 +397,8 @@ def run(opts: Options, log: Callable[[str], None] = lambda s: None) -> Dict[str,
         "import_ns": import_ns,
         "notes": notes,
         "cases": results,
+        # import jitflow and the first jf.function call, each in fresh processes
+        "cold_start": _cold_start().measure(1 if opts.quick else 5),
     }
     return payload
 
