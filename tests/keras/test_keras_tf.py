@@ -46,7 +46,9 @@ def _tags(logdir):
     for run in sorted(os.listdir(logdir)):
         acc = ea.EventAccumulator(os.path.join(logdir, run), size_guidance={ea.TENSORS: 0})
         acc.Reload()
-        out[run] = {t: [e.step for e in acc.Tensors(t)] for t in acc.Tags()["tensors"]}
+        # jitflow's own trace records (`jitflow/...`, read by the retrace panel) are not Keras's tags
+        out[run] = {t: [e.step for e in acc.Tensors(t)] for t in acc.Tags()["tensors"]
+                    if not t.startswith("jitflow/")}
     return out
 
 
