@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import glob
 import gzip
-import inspect
 import json
 import os
 import subprocess
 import sys
 
-import pytest
 from tensorboard.backend.event_processing import plugin_event_accumulator as pea
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -35,15 +33,6 @@ def test_training_from_tfrecords_converges(tmp_path):
     assert [e.step for e in acc.Tensors("loss")] == [0, 1, 2]
 
 
-def _tracer_records_regions() -> bool:
-    from jitflow.tracer import capture
-    params = list(inspect.signature(capture.Capture.region).parameters)
-    return len(params) >= 6  # (self, name, start_ns, end_ns, thread_id, args): instrument's hook
-
-
-@pytest.mark.skipif(not _tracer_records_regions(),
-                    reason="this tracer does not yet record jitflow.runtime.core.instrument regions "
-                           "(Capture.region takes a Region object); the profiler branch adds it")
 def test_profile_shows_the_input_pipeline(tmp_path):
     _run(tmp_path, "--epochs", "2", "--profile")
     traces = glob.glob(str(tmp_path / "runs" / "tfrecord_training" / "plugins" / "profile" / "*" / "*.trace.json.gz"))
