@@ -1,16 +1,17 @@
 """What `fit`/`evaluate`/`predict` accept as data, turned into batches.
 
-Arrays (numpy arrays, tensors, lists of them for several inputs) are cut into batches
+Arrays (numpy arrays, tensors, lists or dicts of them for several inputs or outputs) are cut into batches
 of `batch_size` (shuffled per epoch when asked, with the last batch smaller); their
 lengths must agree. Anything else iterable (a `jf.data.Dataset`, a generator
 function's iterable, a list of `(x, y)` pairs) is used as it comes: one element is one
 batch, `(x,)`, `(x, y)` or `(x, y, sample_weight)`. `validation_split` takes the last
-fraction of the arrays before shuffling, as Keras does.
+fraction of the arrays before shuffling, as Keras does. `class_weight` (`{class: weight}`)
+becomes per-example sample weights, for arrays and for each batch of a dataset.
 """
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -21,6 +22,8 @@ Batch = Tuple[Any, Optional[Any], Optional[Any]]
 
 
 def _is_array(x: Any) -> bool:
+    if isinstance(x, dict):   # several named inputs (or outputs)
+        return bool(x) and all(isinstance(v, (np.ndarray, Tensor, Variable)) for v in x.values())
     return isinstance(x, (np.ndarray, Tensor, Variable)) or (
         isinstance(x, (list, tuple)) and bool(x) and all(isinstance(v, (np.ndarray, Tensor, Variable)) for v in x))
 
@@ -28,6 +31,8 @@ def _is_array(x: Any) -> bool:
 def _numpy(x: Any) -> Any:
     if x is None:
         return None
+    if isinstance(x, dict):
+        return {k: _numpy(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)) and not isinstance(x, np.ndarray):
         if x and all(isinstance(v, (np.ndarray, Tensor, Variable)) for v in x):
             return [_numpy(v) for v in x]
@@ -41,15 +46,44 @@ def _numpy(x: Any) -> Any:
 
 
 def _length(x: Any) -> int:
+    if isinstance(x, dict):
+        return len(next(iter(x.values())))
     return len(x[0]) if isinstance(x, list) else len(x)
+
+
+def _lengths(x: Any) -> List[int]:
+    return [len(v) for v in (x.values() if isinstance(x, dict) else x if isinstance(x, list) else [x])]
 
 
 def _take(x: Any, index: Any) -> Any:
     if x is None:
         return None
+    if isinstance(x, dict):
+        return {k: v[index] for k, v in x.items()}
     if isinstance(x, list):
         return [v[index] for v in x]
     return x[index]
+
+
+def class_weight_to_sample_weight(y: Any, class_weight: Dict[Any, float]) -> np.ndarray:
+    """Per-example weights from a `{class: weight}` map (Keras's rule): the class of an example is
+    its label (rounded), or the argmax of one-hot labels; classes not in the map weigh 1."""
+    if isinstance(y, (list, dict)):
+        raise ValueError("fit: class_weight is only supported for models with a single output; got targets y "
+                         f"with {len(y)} entries (pass per-output sample_weight instead)")
+    y = np.asarray(y)
+    if y.ndim > 1:
+        y = np.argmax(y, axis=-1) if y.shape[-1] != 1 else np.squeeze(y, axis=-1)
+    classes = np.round(y).astype(np.int64).reshape(-1)
+    table = {int(k): float(v) for k, v in class_weight.items()}
+    return np.array([table.get(int(c), 1.0) for c in classes], np.float32)
+
+
+def check_class_weight(class_weight: Any) -> None:
+    if not isinstance(class_weight, dict) or not all(
+            isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in class_weight):
+        raise ValueError("fit: class_weight must be a dict mapping integer class ids to weights, e.g. "
+                         f"{{0: 1.0, 1: 5.0}}; got {class_weight!r}")
 
 
 def unpack(data: Any) -> Batch:
@@ -69,24 +103,31 @@ class DataHandler:
     """Batches of one pass over the data; `steps` is known for arrays and sized datasets."""
 
     def __init__(self, x: Any, y: Any = None, sample_weight: Any = None, batch_size: Optional[int] = None,
-                 shuffle: bool = False, steps: Optional[int] = None, who: str = "fit") -> None:
+                 shuffle: bool = False, steps: Optional[int] = None, who: str = "fit",
+                 class_weight: Optional[Dict[Any, float]] = None) -> None:
         self.shuffle = shuffle
+        if class_weight is not None:
+            check_class_weight(class_weight)
+            if sample_weight is not None:
+                raise ValueError(f"{who}: you cannot pass class_weight and sample_weight at the same time")
+        self.class_weight = class_weight
         self.arrays = False
         self.steps: Optional[int]  # None: an unsized dataset or generator, read until it ends
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
             raise ValueError(f"{who}: batch_size must be a positive integer; got {batch_size!r}")
         if _is_array(x) or y is not None:
             self.x, self.y, self.w = _numpy(x), _numpy(y), _numpy(sample_weight)
+            if class_weight is not None and self.y is not None:
+                self.w = class_weight_to_sample_weight(self.y, class_weight)
             sizes = {"x": _length(self.x)}
             if self.y is not None:
                 sizes["y"] = _length(self.y)
             if self.w is not None:
                 sizes["sample_weight"] = _length(self.w)
-            if isinstance(self.x, list):
-                lens = {len(v) for v in self.x}
-                if len(lens) > 1:
-                    raise ValueError(f"{who}: Data cardinality is ambiguous: the input arrays have sizes "
-                                     f"{[len(v) for v in self.x]}; make sure all arrays contain the same number "
+            for what, value in (("input", self.x), ("target", self.y), ("sample_weight", self.w)):
+                if isinstance(value, (list, dict)) and len(set(_lengths(value))) > 1:
+                    raise ValueError(f"{who}: Data cardinality is ambiguous: the {what} arrays have sizes "
+                                     f"{_lengths(value)}; make sure all arrays contain the same number "
                                      "of samples")
             if len(set(sizes.values())) > 1:
                 detail = ", ".join(f"{k} sizes: {v}" for k, v in sizes.items())
@@ -121,7 +162,13 @@ class DataHandler:
                 if self.steps is not None and step >= self.steps:
                     return
                 x, y, w = unpack(element)
-                yield _numpy(x), _numpy(y), _numpy(w)
+                y, w = _numpy(y), _numpy(w)
+                if self.class_weight is not None and y is not None:
+                    if w is not None:
+                        raise ValueError("fit: you cannot use class_weight with a dataset that yields "
+                                         "(x, y, sample_weight)")
+                    w = class_weight_to_sample_weight(y, self.class_weight)
+                yield _numpy(x), y, w
 
 
 def split(x: Any, y: Any, sample_weight: Any, fraction: float) -> Tuple[Batch, Batch]:

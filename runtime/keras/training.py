@@ -26,6 +26,7 @@ from jitflow.runtime.ops import random_ops as _R
 from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.core.tensor import Tensor
 from jitflow.runtime.keras import callbacks as _cb
+from jitflow.runtime.keras import compile_utils as _cu
 from jitflow.runtime.keras import data_adapter as _data
 from jitflow.runtime.keras import losses as _losses
 from jitflow.runtime.keras import metrics as _metrics
@@ -57,7 +58,8 @@ class Model(Layer):
         super().__init__(name=name, **kwargs)
         self.optimizer: Any = None
         self.compiled_loss: Any = None
-        self._compiled_metrics: List[_metrics.Metric] = []
+        self._compile_loss: Optional[_cu.CompileLoss] = None
+        self._compile_metrics: Optional[_cu.CompileMetrics] = None
         self.stop_training = False
         self.history: Optional[_cb.History] = None
         self._train_function = self._test_function = self._predict_function = None
@@ -89,6 +91,12 @@ class Model(Layer):
                                       "with Model(inputs=..., outputs=...)")
         struct, outputs, nodes = self._functional
         ins = flatten(struct)
+        if isinstance(inputs, dict) and not isinstance(struct, dict):   # keyed by the Inputs' names
+            missing = [t.name for t in ins if t.name not in inputs]
+            if missing:
+                raise ValueError(f'Model "{self.name}": the inputs dict has keys {sorted(inputs)} but the model\'s '
+                                 f"inputs are named {[t.name for t in ins]}")
+            inputs = [inputs[t.name] for t in ins]
         values = flatten(inputs) if isinstance(inputs, (list, tuple, dict)) else [inputs]
         if len(values) != len(ins):
             raise ValueError(f'Model "{self.name}" expects {len(ins)} input(s) but it received {len(values)}')
@@ -99,6 +107,28 @@ class Model(Layer):
                 raise ValueError(f'Input 0 of layer "{self.name}" is incompatible with the layer: expected shape='
                                  f"{spec.shape}, found shape={tuple(dims)}")
         return replay(nodes, ins, values, outputs, training)
+
+    @property
+    def output_names(self) -> List[str]:
+        """The outputs' names (a functional model's output layers, or its dict keys); `[]` until a
+        subclassed model has been called."""
+        if self._functional is not None:
+            outputs = self._functional[1]
+            if isinstance(outputs, dict):
+                return sorted(outputs)
+            return [t.node.layer.name if t.node is not None else (t.name or f"output_{i}")
+                    for i, t in enumerate(flatten(outputs))]
+        return list(getattr(self, "_subclassed_output_names", []))
+
+    def _names_for(self, y_pred: Any) -> List[str]:
+        """Output names for a prediction structure (subclassed models: dict keys or `output_<i>`)."""
+        names = self.output_names
+        if names:
+            return names
+        names = sorted(y_pred) if isinstance(y_pred, dict) else [f"output_{i}" for i in range(len(y_pred))] \
+            if isinstance(y_pred, (list, tuple)) else ["output_0"]
+        self._subclassed_output_names = names
+        return names
 
     @property
     def layers(self) -> List[Layer]:
@@ -134,17 +164,14 @@ class Model(Layer):
         """Set the optimizer, loss and metrics `fit`/`evaluate` use (names or objects)."""
         if kwargs:
             raise TypeError(f"compile: unexpected keyword argument(s) {sorted(kwargs)}")
-        if loss_weights is not None:
-            raise ValueError("compile: loss_weights is for models with several outputs, which compile does not "
-                             "support yet; combine the losses in a custom train_step")
-        if metrics is not None and not isinstance(metrics, (list, tuple)):
-            raise TypeError(f"compile: metrics must be a list; got {metrics!r}")
         # Resolve everything before changing the model: a bad name leaves it as it was.
-        resolved_loss = _losses.get(loss) if loss is not None else None
-        resolved_metrics = [_metrics.get(m, loss) for m in (metrics or [])]
+        compile_loss = _cu.CompileLoss(loss, loss_weights) if loss is not None else None
+        compile_metrics = _cu.CompileMetrics(metrics, weighted_metrics, loss)
         self.optimizer = _optimizers.get(optimizer)
-        self.compiled_loss = resolved_loss
-        self._compiled_metrics = resolved_metrics
+        self._compile_loss, self._compile_metrics = compile_loss, compile_metrics
+        self.compiled_loss = compile_loss.single if compile_loss is not None and compile_loss.single is not None \
+            else compile_loss
+        self.loss = loss
         self._loss_tracker = _metrics.Mean(name="loss")
         self.run_eagerly = run_eagerly
         self._jit_compile = jit_compile
@@ -153,16 +180,38 @@ class Model(Layer):
 
     @property
     def compiled_metrics(self) -> List[_metrics.Metric]:
-        """The metrics given to `compile` (kept out of `layers`)."""
-        return list(self._compiled_metrics)
+        """The metrics given to `compile` (kept out of `layers`; built on the first batch)."""
+        return [m for m, _ in self._compile_metrics.all()] if self._compile_metrics is not None else []
 
     @property
     def metrics(self) -> List[_metrics.Metric]:
-        return ([self._loss_tracker] if self._is_compiled else []) + list(self._compiled_metrics)
+        if not self._is_compiled:
+            return []
+        trackers = self._compile_loss.trackers if self._compile_loss is not None else []
+        return [self._loss_tracker] + self.compiled_metrics + list(trackers)
 
     @property
     def metrics_names(self) -> List[str]:
-        return [m.name for m in self.metrics]
+        """The names the logs use: `loss`, the compiled metrics (`<output>_<name>` with several
+        outputs), then the per-output losses (`<output>_loss`)."""
+        if not self._is_compiled:
+            return []
+        names = [(m.name if m is self._loss_tracker else label) for m, label in self._named_metrics()]
+        return names
+
+    def _named_metrics(self) -> List[Tuple[_metrics.Metric, str]]:
+        """(metric, log name) in Keras's log order."""
+        named = [(self._loss_tracker, "loss")]
+        if self._compile_metrics is not None:
+            named += self._compile_metrics.all()
+        if self._compile_loss is not None:
+            named += [(t, t.name) for t in self._compile_loss.trackers]
+        return named
+
+    def _keras_order(self) -> List[str]:
+        """Keras's `_flatten_metrics_in_order` names: the loss, each compiled metric's own name, the
+        per-output losses (log keys not among them follow, sorted)."""
+        return [m.name for m, _ in self._named_metrics()]
 
     def reset_metrics(self) -> None:
         for m in self.metrics:
@@ -177,14 +226,10 @@ class Model(Layer):
 
     # -- steps (override to customise, as in Keras) -----------------------------------------------------------
     def compute_loss(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> Tensor:
-        fn = self.compiled_loss
-        if isinstance(fn, _losses.Loss):
-            loss = fn(y, y_pred, sample_weight=sample_weight)
-        else:
-            per = fn(y, y_pred)
-            if sample_weight is not None:
-                per = M.multiply(per, convert_to_tensor(sample_weight, dtype_hint=per.dtype))
-            loss = M.reduce_mean(per)
+        """The compiled loss (Σ weightᵢ · lossᵢ over the outputs, each reduced as Keras's
+        `sum_over_batch_size`: Σ wⱼ·lossⱼ / batch size) plus the layers' `add_loss` terms."""
+        assert self._compile_loss is not None, "_require_compiled checks for a loss"
+        loss = self._compile_loss(y, y_pred, sample_weight, self._names_for(y_pred))
         extra = self.losses
         for term in extra:
             loss = M.add(loss, term)
@@ -192,9 +237,9 @@ class Model(Layer):
 
     def _update_metrics(self, loss: Tensor, y: Any, y_pred: Any, sample_weight: Any, batch: Any) -> Dict[str, Any]:
         self._loss_tracker.update_state(loss, sample_weight=batch)
-        for m in self._compiled_metrics:
-            m.update_state(y, y_pred, sample_weight=sample_weight)
-        return {m.name: m.result() for m in self.metrics}
+        if self._compile_metrics is not None:
+            self._compile_metrics.update_state(y, y_pred, sample_weight, self._names_for(y_pred))
+        return {name: m.result() for m, name in self._named_metrics()}
 
     def train_step(self, data: Any) -> Dict[str, Any]:
         """One optimisation step on a batch `(x, y[, sample_weight])`; returns the running logs."""
@@ -248,11 +293,22 @@ class Model(Layer):
         """The `jf.function` `fit` runs (None before the first `fit`)."""
         return self._train_function
 
-    def _build_from(self, x: Any) -> None:
-        """Create the weights eagerly (on one example) before the step function is traced."""
+    def _build_from(self, x: Any, y: Any = None) -> None:
+        """Create the weights eagerly (on one example) before the step function is traced, and the
+        compiled loss's and metrics' state (which needs the shapes of `y` and of the outputs)."""
+        first = None
         if not self.built or not self._call_count:
-            first = [v[:1] for v in x] if isinstance(x, list) else x[:1]
+            first = _take_first(x)
             self(first)
+        needs = (self._compile_loss is not None and not self._compile_loss.built) or (
+            self._compile_metrics is not None and not self._compile_metrics.built)
+        if self._is_compiled and y is not None and needs:
+            y_pred = self(first if first is not None else _take_first(x), training=False)
+            names = self._names_for(y_pred)
+            if self._compile_loss is not None and not self._compile_loss.built:
+                self._compile_loss.build(names)
+            if self._compile_metrics is not None and not self._compile_metrics.built:
+                self._compile_metrics.build(_take_first(y), y_pred, names)
 
     def _build_optimizer(self) -> None:
         """Create the optimizer's slots eagerly, as Keras's `optimizer.build(variables)`: the train
@@ -276,13 +332,11 @@ class Model(Layer):
         ['loss', 'val_loss']
         """
         self._require_compiled("fit")
-        if class_weight is not None:
-            raise ValueError("fit: class_weight is not supported; pass per-sample weights with sample_weight=")
         if not isinstance(epochs, int) or epochs < 0:
             raise ValueError(f"fit: epochs must be a non-negative integer; got {epochs!r}")
         if validation_split and validation_data is None:
             (x, y, sample_weight), validation_data = _data.split(x, y, sample_weight, validation_split)
-        train = _data.DataHandler(x, y, sample_weight, batch_size, shuffle, steps_per_epoch, "fit")
+        train = _data.DataHandler(x, y, sample_weight, batch_size, shuffle, steps_per_epoch, "fit", class_weight)
         val = None
         if validation_data is not None:
             vx, vy, vw = _data.unpack(validation_data) if isinstance(validation_data, tuple) else (
@@ -306,7 +360,7 @@ class Model(Layer):
             self.reset_metrics()
             cbs.on_epoch_begin(epoch)
             for step, (bx, by, bw) in enumerate(train.batches(rng)):
-                self._build_from(bx)
+                self._build_from(bx, by)
                 self._build_optimizer()
                 cbs.on_train_batch_begin(step)
                 batch = (bx, by) if bw is None else (bx, by, bw)
@@ -333,7 +387,7 @@ class Model(Layer):
         logs: Dict[str, float] = {}
         cbs.on_test_begin()
         for step, (bx, by, bw) in enumerate(data.batches()):
-            self._build_from(bx)
+            self._build_from(bx, by)
             cbs.on_test_batch_begin(step)
             logs = _floats(test_fn(*((bx, by) if bw is None else (bx, by, bw))))
             cbs.on_test_batch_end(step, logs)
@@ -349,8 +403,7 @@ class Model(Layer):
         logs = self._evaluate(data, _cb.CallbackList(callbacks, model=self, steps=data.steps))
         if return_dict:
             return logs
-        values = [logs[name] for name in self.metrics_names]
-        return values[0] if len(values) == 1 else values
+        return _cu.ordered_values(logs, self._keras_order())
 
     def predict(self, x: Any, batch_size: Optional[int] = None, verbose: Any = "auto", steps: Optional[int] = None,
                 callbacks: Any = None) -> Any:
@@ -373,26 +426,31 @@ class Model(Layer):
             raise ValueError("predict: the data has no samples")
         return _data.concat(parts)
 
-    def train_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, reset_metrics: bool = True,
-                       return_dict: bool = False) -> Any:
+    def train_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, class_weight: Any = None,
+                       reset_metrics: bool = True, return_dict: bool = False) -> Any:
         """One `train_step` on the given batch; returns the loss (and metrics)."""
         self._require_compiled("train_on_batch")
         x, y, w = _data._numpy(x), _data._numpy(y), _data._numpy(sample_weight)
-        self._build_from(x)
+        if class_weight is not None:
+            _data.check_class_weight(class_weight)
+            if w is not None:
+                raise ValueError("train_on_batch: you cannot pass class_weight and sample_weight at the same time")
+            w = _data.class_weight_to_sample_weight(y, class_weight)
+        self._build_from(x, y)
         self._build_optimizer()
         if reset_metrics:
             self.reset_metrics()
         with instrument.region("train", step_num=int(self.optimizer.iterations.numpy())):
             logs = _floats(self.make_train_function()(*((x, y) if w is None else (x, y, w))))
-        return logs if return_dict else ([logs[n] for n in self.metrics_names] if len(logs) > 1 else logs["loss"])
+        return logs if return_dict else _cu.ordered_values(logs, self._keras_order())
 
     def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False) -> Any:
         self._require_compiled("test_on_batch")
         x, y, w = _data._numpy(x), _data._numpy(y), _data._numpy(sample_weight)
-        self._build_from(x)
+        self._build_from(x, y)
         self.reset_metrics()
         logs = _floats(self.make_test_function()(*((x, y) if w is None else (x, y, w))))
-        return logs if return_dict else ([logs[n] for n in self.metrics_names] if len(logs) > 1 else logs["loss"])
+        return logs if return_dict else _cu.ordered_values(logs, self._keras_order())
 
     def predict_on_batch(self, x: Any) -> Any:
         x = _data._numpy(x)
@@ -427,6 +485,13 @@ class Model(Layer):
 
 
 _BUILD_BY_CALLING = {Model.build}
+
+
+def _take_first(x: Any) -> Any:
+    """The first example of a batch (arrays, or a list/dict of them), batch dimension kept."""
+    if isinstance(x, dict):
+        return {k: v[:1] for k, v in x.items()}
+    return [v[:1] for v in x] if isinstance(x, list) else x[:1]
 
 
 def _batch_size(x: Any) -> Any:
