@@ -15,14 +15,14 @@ from __future__ import annotations
 import sys as _sys
 
 from jitflow.runtime.keras import (Input, Model, Sequential, activations, backend, initializers, layers,  # noqa: F401
-                                   losses, metrics, models, optimizers)
+                                   losses, metrics, models, optimizers, saving)
 from jitflow.keras import callbacks  # noqa: E402 - the runtime's callbacks plus TensorBoard
 
 # `import jitflow.keras.layers` and `from jitflow.keras.layers import Dense` work as in TF.
 for _name, _module in {"layers": layers, "models": models, "losses": losses, "metrics": metrics,
                        "optimizers": optimizers, "initializers": initializers, "activations": activations,
-                       "backend": backend}.items():
+                       "backend": backend, "saving": saving}.items():
     _sys.modules.setdefault(f"{__name__}.{_name}", _module)
 
 __all__ = ["Input", "Model", "Sequential", "activations", "backend", "callbacks", "initializers", "layers",
-           "losses", "metrics", "models", "optimizers"]
+           "losses", "metrics", "models", "optimizers", "saving"]

@@ -17,9 +17,9 @@ tracer packages above it.
 from __future__ import annotations
 
 from jitflow.runtime.keras import (activations, backend, callbacks, initializers, layers, losses,
-                                   metrics, models, optimizers)
+                                   metrics, models, optimizers, saving)
 from jitflow.runtime.keras.layers.functional_node import Input
 from jitflow.runtime.keras.models import Model, Sequential
 
 __all__ = ["activations", "backend", "callbacks", "initializers", "layers", "losses", "metrics", "models",
-           "optimizers", "Input", "Model", "Sequential"]
+           "optimizers", "saving", "Input", "Model", "Sequential"]

@@ -12,7 +12,9 @@ shapes also keep random ops such as Dropout's static). Each step runs inside
 """
 from __future__ import annotations
 
+import os
 import types
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -172,6 +174,8 @@ class Model(Layer):
         self.compiled_loss = compile_loss.single if compile_loss is not None and compile_loss.single is not None \
             else compile_loss
         self.loss = loss
+        self._compile_args = {"loss": loss, "loss_weights": loss_weights, "metrics": metrics,
+                              "weighted_metrics": weighted_metrics}   # what model.save writes
         self._loss_tracker = _metrics.Mean(name="loss")
         self.run_eagerly = run_eagerly
         self._jit_compile = jit_compile
@@ -458,10 +462,29 @@ class Model(Layer):
         return _to_numpy(self.make_predict_function()(x))
 
     # -- weights and summary ---------------------------------------------------------------------------------
-    def save_weights(self, filepath: str) -> str:
-        """Write every weight (and the optimizer's state) with `jf.train.Checkpoint`; returns the path."""
+    def save(self, filepath: Any, overwrite: bool = True, include_optimizer: bool = True) -> None:
+        """Save the model as a Keras 3 `.keras` file (config, weights, compile state); reload it with
+        `jf.keras.models.load_model` (or TF's `keras.models.load_model`).
+
+        >>> model = jf.keras.Sequential([jf.keras.Input((3,)), jf.keras.layers.Dense(2)])
+        >>> model.save(os.path.join(tempfile.mkdtemp(), "model.keras"))
+        """
+        from jitflow.runtime.keras.saving import keras_file   # lazy: the saving package imports this module
+        if not overwrite and os.path.exists(os.fspath(filepath)):
+            raise FileExistsError(f"save: {os.fspath(filepath)!r} exists and overwrite=False")
+        keras_file.save_model(self, filepath, include_optimizer=include_optimizer)
+
+    def save_weights(self, filepath: str, overwrite: bool = True) -> str:
+        """Write every weight (and the optimizer's state): to `*.weights.h5` in Keras 3's HDF5 layout,
+        else with `jf.train.Checkpoint`; returns the path."""
         if not self.built:
             raise ValueError(f'Model "{self.name}": build the model (call it or fit it) before save_weights')
+        if str(filepath).endswith(".weights.h5"):
+            from jitflow.runtime.keras.saving import weights_h5   # lazy: see save()
+            if not overwrite and os.path.exists(filepath):
+                raise FileExistsError(f"save_weights: {filepath!r} exists and overwrite=False")
+            weights_h5.save_weights(self, str(filepath))
+            return str(filepath)
         children = {"model": self}
         if self.optimizer is not None:
             children["optimizer"] = self.optimizer
@@ -469,6 +492,11 @@ class Model(Layer):
 
     def load_weights(self, filepath: str) -> Any:
         """Restore weights written by `save_weights` (values are matched by the model's structure)."""
+        if str(filepath).endswith(".weights.h5"):
+            from jitflow.runtime.keras.saving import weights_h5   # lazy: see save()
+            for message in weights_h5.load_weights(self, str(filepath)):
+                warnings.warn(message, stacklevel=2)
+            return None
         children = {"model": self}
         if self.optimizer is not None:
             children["optimizer"] = self.optimizer
