@@ -5,8 +5,11 @@ Keras 3's rules (`keras/src/trainers/compile_utils.py`), for one output or sever
 - `loss` is one loss (applied to every output), a list (one per output, in output
   order) or a dict keyed by output name (outputs without an entry get no loss).
   `loss_weights` has the same shape (a float for one output). The model's loss is
-  Σ weightᵢ · lossᵢ; with several losses each is also tracked unweighted as
-  `<output>_loss`.
+  Σ weightᵢ · lossᵢ; with several losses each is also tracked (without its weight) as
+  `<output>_loss`, the mean of the per-batch values. TF's Keras means to weight those by
+  batch size but, tracing with an unknown batch dimension, gives every batch the same
+  weight; jitflow logs what TF logs (so `<output>_loss` values only add up to `loss`
+  when all batches are full).
 - `metrics` / `weighted_metrics`: a list (one output: all apply to it), or per output
   a list of lists or a dict of lists. They log as `<name>` for one output and
   `<output>_<name>` for several. `metrics` ignore `sample_weight`;
@@ -128,22 +131,15 @@ class CompileLoss:
         weights = flat_outputs(sample_weight, names) if isinstance(sample_weight, (list, tuple, dict)) \
             else [sample_weight] * len(preds)
         total = None
-        batch = _batch_weights(preds[0])
         for k, (i, fn, weight, _) in enumerate(self.losses):
             value = fn(trues[i], preds[i], sample_weight=weights[i])
-            if self.trackers:
-                self.trackers[k].update_state(value, sample_weight=batch)
+            if self.trackers:   # each batch counts once (see the module docstring)
+                self.trackers[k].update_state(value)
             if weight is not None:
                 value = M.multiply(value, weight)
             total = value if total is None else M.add(total, value)
         assert total is not None, "build() guarantees at least one loss"
         return total
-
-
-def _batch_weights(pred: Any) -> Any:
-    """Per-example ones: Keras's loss trackers average batch losses weighted by batch size."""
-    dims = getattr(pred, "_dims", None)
-    return np.ones((dims[0],), np.float32) if dims and dims[0] is not None else None
 
 
 def _rank_and_last(x: Any) -> Tuple[int, Optional[int]]:

@@ -29,6 +29,7 @@ from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.core.tensor import Tensor
 from jitflow.runtime.keras import callbacks as _cb
 from jitflow.runtime.keras import compile_utils as _cu
+from jitflow.runtime.keras.functional_order import keras_order
 from jitflow.runtime.keras import data_adapter as _data
 from jitflow.runtime.keras import losses as _losses
 from jitflow.runtime.keras import metrics as _metrics
@@ -80,9 +81,9 @@ class Model(Layer):
         nodes = topological_nodes(ins, flatten(outputs))
         self._functional = (inputs, outputs, nodes)
         self._input_struct = inputs
-        for node in nodes:  # tracked in call order: layers, weights and summary follow it
-            if all(node.layer is not l for l in self._layers):
-                self._layers.append(node.layer)
+        for op in keras_order(inputs, outputs):  # Keras's order: layers, weights and summary follow it
+            if isinstance(op, Layer) and all(op is not l for l in self._layers):
+                self._layers.append(op)
         self.built = True
 
     def call(self, inputs: Any, training: Any = None) -> Any:

@@ -1,9 +1,7 @@
 """A model's `config.json` entry (Sequential, Functional, subclassed) and its rebuilding.
 
-Functional models list their layers in Keras's operation order (`keras/src/ops/function.py`
-`map_graph`: depth-first from the outputs numbers each operation when first reached;
-operations are sorted by depth from the outputs, deepest first, then by that number).
-The same order names the layers' groups in `model.weights.h5`, so TF's Keras, which
+Functional models list their layers in Keras's operation order (`functional_order`); the
+same order names the layers' groups in `model.weights.h5`, so TF's Keras, which
 recomputes it from the config, finds each layer's weights where jitflow wrote them.
 """
 from __future__ import annotations
@@ -12,56 +10,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from jitflow.runtime.keras.functional_order import operations
 from jitflow.runtime.keras.layers.functional_node import Input, KerasTensor, flatten
 from jitflow.runtime.keras.saving import serialization as S
-
-
-# -- Keras's operation order ----------------------------------------------------------------------------
-def operations(model: Any) -> List[Any]:
-    """The functional model's operations in Keras's order: input KerasTensors and layers."""
-    inputs, outputs, _ = model._functional
-    ins = flatten(inputs)
-    index: Dict[int, int] = {}
-    ops: Dict[int, Any] = {}
-    post: List[Tuple[int, List[int]]] = []   # (node key, parent node keys) in finishing order
-    node_op: Dict[int, int] = {}
-    finished = set()
-
-    def op_of(t: KerasTensor) -> Any:
-        return t if t.node is None or any(t is i for i in ins) else t.node.layer
-
-    def visit(t: KerasTensor) -> None:
-        op = op_of(t)
-        key = id(t.node) if op is not t else id(t)
-        if key in finished:
-            return
-        if id(op) not in index:
-            index[id(op)] = len(index)
-            ops[id(op)] = op
-        parents: List[int] = []
-        if op is not t:
-            for p in flatten(t.node.inputs):
-                if isinstance(p, KerasTensor):
-                    visit(p)
-                    parents.append(id(p.node) if op_of(p) is not p else id(p))
-        finished.add(key)
-        node_op[key] = id(op)
-        post.append((key, parents))
-
-    for t in flatten(outputs):
-        visit(t)
-    node_depth: Dict[int, int] = {}
-    op_depth: Dict[int, int] = {}
-    for key, parents in reversed(post):
-        depth = max(node_depth.setdefault(key, 0), op_depth.get(node_op[key], 0))
-        op_depth[node_op[key]] = depth
-        node_depth[key] = depth
-        for parent in parents:
-            node_depth[parent] = max(depth + 1, node_depth.get(parent, 0))
-    for t in ins:   # an input no output depends on still belongs to the model
-        if id(t) not in op_depth:
-            op_depth[id(t)], index[id(t)], ops[id(t)] = 0, -1, t
-    return [ops[k] for k in sorted(op_depth, key=lambda k: (-op_depth[k], index[k]))]
 
 
 def _input_names(model: Any) -> Dict[int, str]:
