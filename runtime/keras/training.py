@@ -25,13 +25,11 @@ from jitflow.runtime.training.checkpoint import Checkpoint
 from jitflow.runtime.tracing.function import Function
 from jitflow.runtime.ops import math_ops as M
 from jitflow.runtime.ops import random_ops as _R
-from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.core.tensor import Tensor
 from jitflow.runtime.keras import callbacks as _cb
 from jitflow.runtime.keras import compile_utils as _cu
 from jitflow.runtime.keras.functional_order import keras_order
 from jitflow.runtime.keras import data_adapter as _data
-from jitflow.runtime.keras import losses as _losses
 from jitflow.runtime.keras import metrics as _metrics
 from jitflow.runtime.keras import optimizers as _optimizers
 from jitflow.runtime.keras.layers.base import Layer

@@ -16,7 +16,7 @@ Custom classes are found in `custom_objects` or in the registry that
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Mapping, Optional
 
 from jitflow.runtime.keras import initializers as _init
 from jitflow.runtime.keras import layers as _layers
@@ -27,7 +27,7 @@ from jitflow.runtime.keras import optimizers as _optimizers
 _REGISTERED: Dict[str, type] = {}
 
 # Keras arguments jitflow does not take, and the values that mean "not used" (dropped on load).
-_BENIGN: Dict[str, tuple] = {
+_BENIGN: Dict[str, Optional[tuple]] = {
     "data_format": ("channels_last", None), "groups": (1,), "synchronized": (False,), "renorm": (False,),
     "renorm_momentum": None, "renorm_clipping": (None,), "sparse": (False,), "ragged": (False,),
     "optional": (False,), "mask_zero": (False,), "lora_rank": (None,), "lora_alpha": (None,),
@@ -147,7 +147,7 @@ def serialize_metrics(metrics: Any) -> Any:
 
 def serialize_optimizer(opt: Any) -> Dict[str, Any]:
     config = dict(opt.get_config())
-    lr = config.get("learning_rate")
+    lr: Any = config.get("learning_rate")
     if hasattr(lr, "get_config"):
         config["learning_rate"] = {"module": "keras.optimizers.schedules", "class_name": type(lr).__name__,
                                    "config": lr.get_config(), "registered_name": None}
@@ -176,8 +176,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _benign(allowed: Optional[tuple], value: Any) -> bool:
+    return allowed is None or value in allowed or value == list(allowed)
+
+
 def construct(cls: Callable[..., Any], config: Dict[str, Any], where: str) -> Any:
     """`cls(**config)`, keeping the arguments `cls` takes and dropping Keras-only ones at their defaults."""
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(cls).parameters
     except (TypeError, ValueError):
@@ -190,7 +195,7 @@ def construct(cls: Callable[..., Any], config: Dict[str, Any], where: str) -> An
         value = _plain(value)
         if key in params or key in layer_args:
             kwargs[key] = value
-        elif key in _BENIGN and (_BENIGN[key] is None or value in _BENIGN[key] or value == list(_BENIGN[key])):
+        elif key in _BENIGN and _benign(_BENIGN[key], value):
             continue
         elif value is None or value is False:
             continue
@@ -202,13 +207,13 @@ def construct(cls: Callable[..., Any], config: Dict[str, Any], where: str) -> An
     return cls(**kwargs)
 
 
-def _layer_class(entry: Dict[str, Any], custom_objects: Optional[Dict[str, Any]]) -> Any:
+def _layer_class(entry: Dict[str, Any], custom_objects: Optional[Dict[str, Any]]) -> Callable[..., Any]:
     name = entry.get("class_name")
     for key in (entry.get("registered_name"), name):
         if key:
             found = get_registered_object(key, custom_objects)
             if found is not None:
-                return found
+                return found  # type: ignore[no-any-return]  # a class from the registry
     builtin = getattr(_layers, str(name), None)
     if isinstance(builtin, type) and issubclass(builtin, _layers.Layer) and builtin is not _layers.Layer:
         return builtin
@@ -219,10 +224,11 @@ def _layer_class(entry: Dict[str, Any], custom_objects: Optional[Dict[str, Any]]
 
 
 def deserialize_layer(entry: Dict[str, Any], custom_objects: Optional[Dict[str, Any]] = None) -> Any:
-    cls = _layer_class(entry, custom_objects)
+    cls: Any = _layer_class(entry, custom_objects)   # a Layer class (or a user factory)
     config = dict(entry.get("config") or {})
     where = f'layer "{config.get("name", "?")}" ({entry.get("class_name")})'
-    if getattr(_layers, cls.__name__, None) is cls:   # built-in: Keras's arguments, translated
+    builtin = getattr(_layers, cls.__name__, None) is cls
+    if builtin:   # Keras's arguments, translated
         return construct(cls, config, where)
     if "dtype" in config:
         config["dtype"] = _plain(config["dtype"])
