@@ -38,6 +38,12 @@ from jitflow.runtime.keras.layers.functional_node import (KerasTensor, flatten, 
 from jitflow.runtime.keras.model_summary import print_summary
 
 
+# Keras's file formats live in `jitflow.runtime.keras.saving`, which builds models from configs and
+# so imports this module; it fills these hooks when imported (the `jitflow.runtime.keras` package
+# imports it, so they are always set): "save_model", "save_weights", "load_weights".
+SAVING_HOOKS: Dict[str, Any] = {}
+
+
 def _floats(logs: Dict[str, Any]) -> Dict[str, float]:
     return {k: float(v.numpy() if hasattr(v, "numpy") else v) for k, v in logs.items()}
 
@@ -465,13 +471,13 @@ class Model(Layer):
         """Save the model as a Keras 3 `.keras` file (config, weights, compile state); reload it with
         `jf.keras.models.load_model` (or TF's `keras.models.load_model`).
 
+        >>> import os, tempfile
         >>> model = jf.keras.Sequential([jf.keras.Input((3,)), jf.keras.layers.Dense(2)])
         >>> model.save(os.path.join(tempfile.mkdtemp(), "model.keras"))
         """
-        from jitflow.runtime.keras.saving import keras_file   # lazy: the saving package imports this module
         if not overwrite and os.path.exists(os.fspath(filepath)):
             raise FileExistsError(f"save: {os.fspath(filepath)!r} exists and overwrite=False")
-        keras_file.save_model(self, filepath, include_optimizer=include_optimizer)
+        SAVING_HOOKS["save_model"](self, filepath, include_optimizer=include_optimizer)
 
     def save_weights(self, filepath: str, overwrite: bool = True) -> str:
         """Write every weight (and the optimizer's state): to `*.weights.h5` in Keras 3's HDF5 layout,
@@ -479,10 +485,9 @@ class Model(Layer):
         if not self.built:
             raise ValueError(f'Model "{self.name}": build the model (call it or fit it) before save_weights')
         if str(filepath).endswith(".weights.h5"):
-            from jitflow.runtime.keras.saving import weights_h5   # lazy: see save()
             if not overwrite and os.path.exists(filepath):
                 raise FileExistsError(f"save_weights: {filepath!r} exists and overwrite=False")
-            weights_h5.save_weights(self, str(filepath))
+            SAVING_HOOKS["save_weights"](self, str(filepath))
             return str(filepath)
         children = {"model": self}
         if self.optimizer is not None:
@@ -492,8 +497,7 @@ class Model(Layer):
     def load_weights(self, filepath: str) -> Any:
         """Restore weights written by `save_weights` (values are matched by the model's structure)."""
         if str(filepath).endswith(".weights.h5"):
-            from jitflow.runtime.keras.saving import weights_h5   # lazy: see save()
-            for message in weights_h5.load_weights(self, str(filepath)):
+            for message in SAVING_HOOKS["load_weights"](self, str(filepath)):
                 warnings.warn(message, stacklevel=2)
             return None
         children = {"model": self}

@@ -46,7 +46,12 @@ def compile_config(model: Any) -> Optional[Dict[str, Any]]:
 
 
 def save_model(model: Any, filepath: Any, include_optimizer: bool = True) -> None:
-    """Write `model` as a `.keras` file (what `model.save(filepath)` does)."""
+    """Write `model` as a `.keras` file (what `model.save(filepath)` does).
+
+    >>> import os, tempfile
+    >>> save_model(jf.keras.Sequential([jf.keras.Input((2,)), jf.keras.layers.Dense(1)]),
+    ...            os.path.join(tempfile.mkdtemp(), "tiny.keras"))
+    """
     path = _check_path(filepath, "save", ".keras")
     if not model.built:
         raise ValueError(f'save: model "{model.name}" is not built yet; call it on data, fit it, or call '
@@ -84,6 +89,7 @@ def load_model(filepath: Any, custom_objects: Optional[Dict[str, Any]] = None, c
     """Rebuild a model from a `.keras` file: its layers, weights and (with `compile=True`) its
     optimizer, loss and metrics (TF's `keras.models.load_model`).
 
+    >>> import os, tempfile
     >>> model = jf.keras.Sequential([jf.keras.Input((3,)), jf.keras.layers.Dense(2)])
     >>> path = os.path.join(tempfile.mkdtemp(), "m.keras"); model.save(path)
     >>> np.allclose(load_model(path).predict(np.ones((1, 3)), verbose=0), model.predict(np.ones((1, 3)), verbose=0))

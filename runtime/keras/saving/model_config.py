@@ -13,6 +13,8 @@ import numpy as np
 from jitflow.runtime.keras.functional_order import operations
 from jitflow.runtime.keras.layers.functional_node import Input, KerasTensor, flatten
 from jitflow.runtime.keras.saving import serialization as S
+from jitflow.runtime.keras.sequential import Sequential
+from jitflow.runtime.keras.training import Model
 
 
 def _input_names(model: Any) -> Dict[int, str]:
@@ -36,7 +38,6 @@ def _input_layer(name: str, dims: Any, dtype: str) -> Dict[str, Any]:
 
 # -- writing --------------------------------------------------------------------------------------------
 def model_config(model: Any) -> Dict[str, Any]:
-    from jitflow.runtime.keras.sequential import Sequential   # lazy: sequential imports training, which saves
     if isinstance(model, Sequential) and type(model) is Sequential:
         return _sequential_config(model)
     if model._functional is not None and type(model).__name__ in ("Model", "Functional"):
@@ -107,7 +108,6 @@ def _functional_config(model: Any) -> Dict[str, Any]:
 
 
 def _subclassed_config(model: Any) -> Dict[str, Any]:
-    from jitflow.runtime.keras.training import Model   # lazy: training imports this package to save
     own = type(model).get_config is not Model.get_config
     config = model.get_config() if own else {"name": model.name, "trainable": model.trainable}
     out = {"module": type(model).__module__, "class_name": type(model).__name__, "config": config,
@@ -140,7 +140,6 @@ def _shape_tuple(shape: Any) -> Any:
 
 
 def _sequential_from_config(config: Dict[str, Any], custom_objects: Any) -> Any:
-    from jitflow.runtime.keras.sequential import Sequential   # lazy: see model_config
     model = Sequential(name=config.get("name"))
     for entry in config.get("layers", []):
         if entry.get("class_name") == "InputLayer":
@@ -155,7 +154,6 @@ def _sequential_from_config(config: Dict[str, Any], custom_objects: Any) -> Any:
 
 
 def _functional_from_config(config: Dict[str, Any], custom_objects: Any) -> Any:
-    from jitflow.runtime.keras.training import Model   # lazy: see _subclassed_config
     made: Dict[Tuple[str, int], List[KerasTensor]] = {}
 
     def tensor(ref: Any) -> Any:
