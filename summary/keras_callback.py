@@ -11,6 +11,8 @@ Layout under `log_dir` (TF 2 with Keras 3, checked against TensorFlow in the tes
   summary with step stats of its first batch; the profile of the batches named by
   `profile_batch` under `train/plugins/profile/<run>/` (XPlane + trace), whose step
   markers come from `fit`'s `instrument.region("train", step_num=...)`.
+- with `embeddings_freq`: the Projector's `projector_config.pbtxt` and, every that many
+  epochs, `train/keras_embedding.ckpt-<epoch>` (see `keras_embeddings`).
 - `validation/`: `epoch_loss`, `epoch_<metric>` after each validation pass (step =
   epoch) and `evaluation_<name>_vs_iterations` (step = optimizer iterations).
 
@@ -28,6 +30,7 @@ import numpy as np
 from tensorboard.compat.proto import summary_pb2
 
 from jitflow.runtime.keras.callbacks import Callback
+from jitflow.summary import keras_embeddings as _embeddings
 from jitflow.summary import trace as _trace
 from jitflow.summary import writer as _writer
 from jitflow.tracer import capture as _capture
@@ -82,8 +85,9 @@ class TensorBoard(Callback):
             raise ValueError(f"histogram_freq: expected a non-negative int; got {histogram_freq!r}")
         if update_freq not in ("epoch", "batch") and not (isinstance(update_freq, int) and update_freq > 0):
             raise ValueError(f"update_freq: expected 'epoch', 'batch' or a positive int; got {update_freq!r}")
-        if embeddings_freq:
-            raise ValueError("embeddings_freq: the embedding projector is not written by jitflow; pass 0")
+        if not isinstance(embeddings_freq, int) or embeddings_freq < 0:
+            raise ValueError(f"embeddings_freq: expected a non-negative int; got {embeddings_freq!r}")
+        self.embeddings_freq, self.embeddings_metadata = embeddings_freq, embeddings_metadata
         self.log_dir = os.fspath(log_dir)
         self.histogram_freq, self.write_graph, self.write_images = histogram_freq, write_graph, write_images
         self.write_steps_per_second = write_steps_per_second
@@ -119,6 +123,8 @@ class TensorBoard(Callback):
         self._graph_written = False
         if self.write_graph:
             self._write_model_config()
+        if self.embeddings_freq:
+            _embeddings.configure(self.model, self.log_dir, self._train_dir, self.embeddings_metadata)
 
     def on_train_batch_begin(self, batch, logs=None):
         self._global_batch += 1
@@ -170,6 +176,8 @@ class TensorBoard(Callback):
                 _writer.scalar("epoch_" + name, value, step=epoch)
             if self.histogram_freq and epoch % self.histogram_freq == 0:
                 self._log_weights(epoch)
+        if self.embeddings_freq and epoch % self.embeddings_freq == 0:
+            _embeddings.write_checkpoint(self.model, self._train_dir, epoch)
         if val:
             iterations = self._iterations()
             with self._writer("validation").as_default(step=epoch):
