@@ -17,6 +17,16 @@ import sys as _sys
 from jitflow.runtime.keras import (Input, Model, Sequential, activations, backend, initializers, layers,  # noqa: F401
                                    losses, metrics, models, optimizers, saving)
 from jitflow.keras import callbacks  # noqa: E402 - the runtime's callbacks plus TensorBoard
+from jitflow.runtime.keras import training as _training
+
+
+
+def _export(*args, **kwargs):
+    from jitflow.runtime.saved_model import keras_export  # lazy: protobuf and the exporter load on first export
+    return keras_export.export(*args, **kwargs)
+
+
+_training.SAVING_HOOKS["export"] = _export
 
 # `import jitflow.keras.layers` and `from jitflow.keras.layers import Dense` work as in TF.
 for _name, _module in {"layers": layers, "models": models, "losses": losses, "metrics": metrics,

@@ -40,7 +40,8 @@ from jitflow.runtime.keras.model_summary import print_summary
 
 # Keras's file formats live in `jitflow.runtime.keras.saving`, which builds models from configs and
 # so imports this module; it fills these hooks when imported (the `jitflow.runtime.keras` package
-# imports it, so they are always set): "save_model", "save_weights", "load_weights".
+# imports it, so they are always set): "save_model", "save_weights", "load_weights". "export" (a
+# SavedModel, a stage above) is installed by the `jf.keras` facade.
 SAVING_HOOKS: Dict[str, Any] = {}
 
 
@@ -478,6 +479,20 @@ class Model(Layer):
         if not overwrite and os.path.exists(os.fspath(filepath)):
             raise FileExistsError(f"save: {os.fspath(filepath)!r} exists and overwrite=False")
         SAVING_HOOKS["save_model"](self, filepath, include_optimizer=include_optimizer)
+
+    def export(self, filepath: Any, format: str = "tf_saved_model", verbose: bool = True,
+               input_signature: Any = None) -> None:
+        """Export the forward pass (`training=False`) as an inference SavedModel with the `serve`
+        endpoint and `serving_default` signature, as Keras 3's `model.export`.
+
+        >>> import os, tempfile
+        >>> model = jf.keras.Sequential([jf.keras.Input((3,)), jf.keras.layers.Dense(2)])
+        >>> model.export(os.path.join(tempfile.mkdtemp(), "exported"), verbose=False)
+        """
+        if "export" not in SAVING_HOOKS:
+            raise RuntimeError("export: import jitflow.keras (jf.keras) first; it installs the SavedModel exporter")
+        SAVING_HOOKS["export"](self, os.fspath(filepath), format=format, verbose=verbose,
+                               input_signature=input_signature)
 
     def save_weights(self, filepath: str, overwrite: bool = True) -> str:
         """Write every weight (and the optimizer's state): to `*.weights.h5` in Keras 3's HDF5 layout,

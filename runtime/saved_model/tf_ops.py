@@ -42,7 +42,7 @@ def output_name(op: str) -> str:
 _ELEMENTWISE_T = {"AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Pow", "FloorDiv", "FloorMod", "Greater",
                   "GreaterEqual", "Less", "LessEqual", "Relu", "Tanh", "Sigmoid", "Exp", "Log", "Neg", "Abs",
                   "Square", "Sqrt", "Sin", "Cos", "Sign", "Identity", "StopGradient", "ZerosLike", "OnesLike",
-                  "SelectV2", "IsFinite"}
+                  "SelectV2", "IsFinite", "BiasAdd"}
 _NO_ATTRS = {"LogicalAnd", "LogicalOr", "LogicalNot"}
 _REDUCTIONS = {"Sum", "Mean", "Max", "Min", "Prod", "All", "Any"}
 
