@@ -174,8 +174,10 @@ def _monitor_mode(monitor: str, mode: str) -> Callable[[float, float], bool]:
 
 
 class ModelCheckpoint(Callback):
-    """Saves the model's weights (a `jf.train.Checkpoint`) after epochs; `filepath` may use `{epoch:02d}`
-    and log names (`{val_loss:.2f}`). With `save_best_only`, only when `monitor` improved."""
+    """Saves the model after epochs: the whole model for a `.keras` path (unless `save_weights_only`),
+    else its weights (`.weights.h5`: Keras's HDF5 layout; otherwise a `jf.train.Checkpoint`);
+    `filepath` may use `{epoch:02d}` and log names (`{val_loss:.2f}`). With `save_best_only`, only when
+    `monitor` improved."""
 
     def __init__(self, filepath: str, monitor: str = "val_loss", verbose: int = 0, save_best_only: bool = False,
                  save_weights_only: bool = False, mode: str = "auto", save_freq: Any = "epoch",
@@ -200,7 +202,10 @@ class ModelCheckpoint(Callback):
             if self.best is not None and not self._better(current, self.best):
                 return
             self.best = current
-        self.model.save_weights(path)
+        if path.endswith(".keras") and not self.save_weights_only:
+            self.model.save(path)
+        else:
+            self.model.save_weights(path)
         if self.verbose:
             print(f"\nEpoch {epoch + 1}: saving model to {path}")
 

@@ -176,3 +176,15 @@ def test_bad_files_and_unbuilt_models(tmp_path):
     with pytest.raises(ValueError, match="is not a .keras file"):
         k.models.load_model(str(bogus))
     assert not os.path.exists(tmp_path / "x.keras")
+
+
+def test_model_checkpoint_saves_keras_files(tmp_path):
+    x, y = _images(8)
+    model = _cnn()
+    model.fit(x, y, epochs=2, batch_size=4, verbose=0,
+              callbacks=[k.callbacks.ModelCheckpoint(str(tmp_path / "ep{epoch:02d}.keras"), monitor="loss"),
+                         k.callbacks.ModelCheckpoint(str(tmp_path / "ep{epoch:02d}.weights.h5"), monitor="loss")])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ep01.keras", "ep01.weights.h5", "ep02.keras",
+                                                         "ep02.weights.h5"]
+    last = k.models.load_model(str(tmp_path / "ep02.keras"))
+    np.testing.assert_array_equal(last.predict(x, verbose=0), model.predict(x, verbose=0))
