@@ -21,6 +21,8 @@ class Sequential(Model):
     49
     """
 
+    _config_class_name = "Sequential"
+
     def __init__(self, layers: Optional[Sequence[Layer]] = None, name: Optional[str] = None, **kwargs: Any) -> None:
         super().__init__(name=name, **kwargs)
         self._input_dims_declared = None

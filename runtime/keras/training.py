@@ -525,9 +525,34 @@ class Model(Layer):
         """Print Keras's table: each layer, its output shape and parameter count, then the totals."""
         print_summary(self, line_length=line_length, print_fn=print_fn)
 
+    _config_class_name = "Functional"   # what from_config rebuilds from a config with layers and inputs
+
     def get_config(self) -> Dict[str, Any]:
+        """Sequential and functional models: Keras 3's config (layers, their connections, input and
+        output layers), which `from_config` rebuilds; a subclassed model: its name and layers (override
+        it, with the arguments `__init__` takes, to make the model saveable).
+
+        >>> model = jf.keras.Sequential([jf.keras.Input((3,)), jf.keras.layers.Dense(2)])
+        >>> again = jf.keras.Sequential.from_config(model.get_config()); again.count_params()
+        8
+        """
+        if self._is_config_model():
+            return SAVING_HOOKS["model_config"](self)["config"]
         return {"name": self.name, "layers": [{"class_name": type(l).__name__, "config": l.get_config()}
                                               for l in self._layers]}
+
+    def _is_config_model(self) -> bool:
+        """Whether Keras's config describes this model: a plain Sequential or functional model."""
+        return type(self) is Model and self._functional is not None or \
+            type(self)._config_class_name == "Sequential" and type(self).__name__ == "Sequential"
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any], custom_objects: Optional[Dict[str, Any]] = None) -> "Model":
+        """A new (unbuilt weights, fresh values) model from `get_config()`'s result."""
+        kind = cls._config_class_name
+        if kind == "Sequential" or ("input_layers" in config and "layers" in config):
+            return SAVING_HOOKS["from_config"]({"class_name": kind, "config": config}, custom_objects)
+        return cls(**config)
 
 
 _BUILD_BY_CALLING = {Model.build}

@@ -188,3 +188,19 @@ def test_model_checkpoint_saves_keras_files(tmp_path):
                                                          "ep02.weights.h5"]
     last = k.models.load_model(str(tmp_path / "ep02.keras"))
     np.testing.assert_array_equal(last.predict(x, verbose=0), model.predict(x, verbose=0))
+
+
+def test_get_config_from_config_for_sequential_and_functional():
+    seq = _cnn()
+    again = k.Sequential.from_config(seq.get_config())
+    assert [type(l).__name__ for l in again.layers] == [type(l).__name__ for l in seq.layers]
+    assert [l.name for l in again.layers] == [l.name for l in seq.layers]
+    assert again.count_params() == seq.count_params()
+    func = _functional()
+    copy = k.Model.from_config(func.get_config())
+    assert copy.output_names == func.output_names and [l.name for l in copy.layers] == [l.name for l in func.layers]
+    copy.set_weights(func.get_weights())
+    rng = np.random.default_rng(5)
+    xs = [rng.random((2, 3)).astype(np.float32), rng.integers(0, 10, (2, 5)).astype(np.int32)]
+    for p, q in zip(copy.predict(xs, verbose=0), func.predict(xs, verbose=0)):
+        np.testing.assert_array_equal(p, q)

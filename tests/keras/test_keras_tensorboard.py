@@ -74,7 +74,9 @@ def test_model_config_for_the_conceptual_graph(logdir):
     event, = train.Tensors("keras")
     config = json.loads(tensor_util.make_ndarray(event.tensor_proto).item())
     assert config["class_name"] == "Sequential"
-    assert [l["class_name"] for l in config["config"]["layers"]] == ["Conv2D", "MaxPooling2D", "Flatten", "Dense"]
+    # Keras 3's Sequential config (as TF's callback writes it): the InputLayer, then the layers
+    assert [l["class_name"] for l in config["config"]["layers"]] == ["InputLayer", "Conv2D", "MaxPooling2D", "Flatten",
+                                                                    "Dense"]
     assert train.SummaryMetadata("keras").plugin_data.plugin_name == "graph_keras_model"
 
 
