@@ -202,8 +202,9 @@ class TensorBoard(Callback):
 
     def _write_model_config(self) -> None:
         """The `keras` summary: the model's config as JSON (TensorBoard's conceptual graph of a Keras model)."""
-        config = {"class_name": type(self.model).__name__, "config": self.model.get_config(),
-                  "keras_version": "jitflow", "backend": "jitflow"}
+        is_functional = getattr(self.model, "_functional", None) is not None and type(self.model).__name__ == "Model"
+        config = {"class_name": "Functional" if is_functional else type(self.model).__name__,   # Keras 3's names
+                  "config": self.model.get_config(), "keras_version": "jitflow", "backend": "jitflow"}
         metadata = summary_pb2.SummaryMetadata()
         metadata.plugin_data.plugin_name = "graph_keras_model"
         metadata.plugin_data.content = b"1"
