@@ -37,9 +37,10 @@ from jitflow.runtime.core.tensor import Tensor
 def flat_outputs(y: Any, names: Sequence[str]) -> List[Any]:
     """A model's outputs (or targets, or sample weights) as a list in output order."""
     if isinstance(y, dict):
-        if names and set(y) <= set(names) and len(y) == len(names):
-            return [y[n] for n in names]
-        return [y[k] for k in sorted(y)]
+        if names and set(y) != set(names):
+            raise ValueError(f"expected a dict keyed by the model's output names {list(names)}; got keys "
+                             f"{sorted(y)}")
+        return [y[n] for n in names] if names else [y[k] for k in sorted(y)]
     if isinstance(y, (list, tuple)):
         return list(y)
     return [y]

@@ -122,3 +122,11 @@ def test_tensorboard_writes_the_per_output_tags(tmp_path):
     names = {"loss", "reg_loss", "cls_loss", "reg_mae", "cls_accuracy"}
     assert tags["train"] == {"epoch_" + n for n in names} | {"epoch_learning_rate"}
     assert tags["validation"] == {"epoch_" + n for n in names}
+
+
+def test_targets_keyed_by_unknown_output_names_are_refused():
+    xa, xb, yr, yc = _data()
+    model = _two_outputs()
+    model.compile("sgd", loss=["mse", "mse"])
+    with pytest.raises(ValueError, match=r"output names \['reg', 'cls'\]; got keys \['cls', 'regression'\]"):
+        model.evaluate([xa, xb], {"regression": yr, "cls": np.eye(3, dtype=np.float32)[yc]}, verbose=0)
