@@ -57,3 +57,33 @@ def test_tf_loads_a_jitflow_functional_model(tmp_path):
     assert theirs.output_names == ["reg", "cls"]
     assert theirs.evaluate([xa, xb], ys, verbose=0, return_dict=True) == pytest.approx(
         model.evaluate([xa, xb], ys, verbose=0, return_dict=True), rel=1e-4)
+
+
+def _every_layer(module):
+    k = module.keras
+    L = k.layers
+    img = k.Input((8, 8, 3), name="img")
+    c = L.Conv2D(4, 3, padding="same", dilation_rate=2, activation="elu")(img)
+    d = L.DepthwiseConv2D(3, depth_multiplier=2, padding="same")(c)
+    s = L.Add()([L.AveragePooling2D(2)(d), L.MaxPooling2D(2, strides=2)(d)])
+    r = L.ReLU(max_value=6.0)(L.BatchNormalization()(s))
+    g = L.Concatenate()([L.GlobalAveragePooling2D()(r), L.GlobalMaxPooling2D()(r)])
+    tok = k.Input((4,), dtype="int32", name="tok")
+    h = L.Concatenate()([g, L.Reshape((8,))(L.Embedding(7, 2)(tok))])
+    h = L.Dropout(0.3)(L.Activation("tanh")(L.LeakyReLU(negative_slope=0.2)(L.Dense(5)(h))))
+    return k.Model([img, tok], L.Softmax()(L.Dense(3)(L.ELU()(h))))
+
+
+def test_every_built_in_layer_both_ways(tmp_path):
+    rng = np.random.default_rng(2)
+    x = [rng.random((2, 8, 8, 3)).astype(np.float32), rng.integers(0, 7, (2, 4)).astype(np.int32)]
+    mine = _every_layer(jf)
+    mine.save(str(tmp_path / "jf.keras"))
+    np.testing.assert_allclose(tf.keras.models.load_model(str(tmp_path / "jf.keras")).predict(x, verbose=0),
+                               mine.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    theirs = _every_layer(tf)
+    theirs.save(str(tmp_path / "tf.keras"))
+    loaded = jf.keras.models.load_model(str(tmp_path / "tf.keras"))
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), theirs.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    assert [type(l).__name__ for l in loaded.layers] == [type(l).__name__ for l in theirs.layers
+                                                        if type(l).__name__ != "InputLayer"]

@@ -101,15 +101,21 @@ class ReLU(Layer):
 
 
 class LeakyReLU(Layer):
-    def __init__(self, alpha: float = 0.3, **kwargs: Any) -> None:
+    """x for x ≥ 0, `negative_slope`·x below (Keras 3's name; Keras 2's `alpha` is accepted too)."""
+
+    def __init__(self, negative_slope: float = 0.3, alpha: Optional[float] = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.alpha = float(alpha)
+        self.negative_slope = float(alpha if alpha is not None else negative_slope)
+
+    @property
+    def alpha(self) -> float:
+        return self.negative_slope
 
     def call(self, inputs):
-        return N.leaky_relu(inputs, self.alpha)
+        return N.leaky_relu(inputs, self.negative_slope)
 
     def get_config(self):
-        return {**super().get_config(), "alpha": self.alpha}
+        return {**super().get_config(), "negative_slope": self.negative_slope}
 
 
 class ELU(Layer):
