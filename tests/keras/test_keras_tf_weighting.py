@@ -73,3 +73,26 @@ def test_multi_output_logs_as_tf_keras():
     assert isinstance(pm, list) and len(pm) == len(pt) == 2
     for a, b in zip(pm, pt):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_tensorboard_tags_of_a_multi_output_fit_as_tf_keras(tmp_path):
+    ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    import os
+    x, _, x2, yr, yc = _data()
+    tags = {}
+    for module in (tf, jf):
+        module.keras.backend.clear_session()
+        model = _two_outputs(module)
+        model.compile("sgd", loss=["mse", module.keras.losses.SparseCategoricalCrossentropy(from_logits=True)],
+                      metrics=[["mae"], ["accuracy"]])
+        logdir = str(tmp_path / module.__name__)
+        model.fit([x, x2], [yr, yc], batch_size=4, epochs=2, validation_split=0.25, verbose=0,
+                  callbacks=[module.keras.callbacks.TensorBoard(logdir, update_freq=1, write_graph=False)])
+        runs = {}
+        for run in sorted(os.listdir(logdir)):
+            acc = ea.EventAccumulator(os.path.join(logdir, run), size_guidance={ea.TENSORS: 0})
+            acc.Reload()
+            runs[run] = {t for t in acc.Tags()["tensors"] if not t.startswith("jitflow/")}
+        tags[module.__name__] = runs
+    assert tags["jitflow"] == tags["tensorflow"]
+    assert {"epoch_reg_loss", "epoch_cls_accuracy", "batch_cls_loss"} <= tags["jitflow"]["train"]
