@@ -140,9 +140,12 @@ def serialize_metrics(metrics: Any) -> Any:
         return {k: serialize_metrics(v) for k, v in metrics.items()}
     if isinstance(metrics, type):
         return metrics.__name__
-    return {"module": "keras.metrics", "class_name": type(metrics).__name__,
-            "config": metrics.get_config() if hasattr(metrics, "get_config") else {},
-            "registered_name": None} if hasattr(metrics, "get_config") else getattr(metrics, "__name__", str(metrics))
+    if type(metrics) is _metrics.MeanMetricWrapper:   # a wrapped function: Keras saves it by name
+        return getattr(metrics._fn, "__name__", metrics.name)
+    if isinstance(metrics, _metrics.Metric):
+        return {"module": "keras.metrics", "class_name": type(metrics).__name__, "config": metrics.get_config(),
+                "registered_name": None}
+    return getattr(metrics, "__name__", str(metrics))   # a metric function
 
 
 def serialize_optimizer(opt: Any) -> Dict[str, Any]:
