@@ -121,7 +121,7 @@ class TensorBoard(Callback):
     def on_train_begin(self, logs=None):
         self._global_batch = 0
         self._graph_written = False
-        if self.write_graph:
+        if self.write_graph and self._describable():
             self._write_model_config()
         if self.embeddings_freq:
             _embeddings.configure(self.model, self.log_dir, self._train_dir, self.embeddings_metadata)
@@ -199,6 +199,11 @@ class TensorBoard(Callback):
                         lo, hi = float(img.min()), float(img.max())
                         _writer.image(path + "/image", (img - lo) / (hi - lo) if hi > lo else np.zeros_like(img),
                                       step=epoch)
+
+    def _describable(self) -> bool:
+        """Keras writes the `keras` summary only for Sequential and functional models (a subclassed
+        model's config does not describe its graph)."""
+        return getattr(self.model, "_functional", None) is not None or type(self.model).__name__ == "Sequential"
 
     def _write_model_config(self) -> None:
         """The `keras` summary: the model's config as JSON (TensorBoard's conceptual graph of a Keras model)."""

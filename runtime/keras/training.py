@@ -529,8 +529,8 @@ class Model(Layer):
 
     def get_config(self) -> Dict[str, Any]:
         """Sequential and functional models: Keras 3's config (layers, their connections, input and
-        output layers), which `from_config` rebuilds; a subclassed model: its name and layers (override
-        it, with the arguments `__init__` takes, to make the model saveable).
+        output layers), which `from_config` rebuilds; a subclassed model: the base layer config (name,
+        trainable, dtype): override it, adding the arguments `__init__` takes, to make it saveable.
 
         >>> model = jf.keras.Sequential([jf.keras.Input((3,)), jf.keras.layers.Dense(2)])
         >>> again = jf.keras.Sequential.from_config(model.get_config()); again.count_params()
@@ -538,8 +538,7 @@ class Model(Layer):
         """
         if self._is_config_model():
             return SAVING_HOOKS["model_config"](self)["config"]
-        return {"name": self.name, "layers": [{"class_name": type(l).__name__, "config": l.get_config()}
-                                              for l in self._layers]}
+        return super().get_config()
 
     def _is_config_model(self) -> bool:
         """Whether Keras's config describes this model: a plain Sequential or functional model."""

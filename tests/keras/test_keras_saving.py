@@ -204,3 +204,31 @@ def test_get_config_from_config_for_sequential_and_functional():
     xs = [rng.random((2, 3)).astype(np.float32), rng.integers(0, 10, (2, 5)).astype(np.int32)]
     for p, q in zip(copy.predict(xs, verbose=0), func.predict(xs, verbose=0)):
         np.testing.assert_array_equal(p, q)
+
+
+class Scaled(k.Model):
+    """Keras's usual pattern: get_config extends the base config with __init__'s arguments."""
+
+    def __init__(self, scale=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = scale
+        self.dense = L.Dense(2)
+
+    def call(self, x, training=None):
+        return self.dense(x) * self.scale
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(scale=self.scale)
+        return config
+
+
+def test_subclassed_get_config_extending_the_base_config(tmp_path):
+    x = np.ones((2, 3), np.float32)
+    model = Scaled(scale=3.0, name="scaled")
+    model(x)
+    assert set(model.get_config()) >= {"name", "trainable", "dtype", "scale"}
+    model.save(str(tmp_path / "s.keras"))
+    loaded = k.models.load_model(str(tmp_path / "s.keras"), custom_objects={"Scaled": Scaled})
+    assert loaded.scale == 3.0 and loaded.name == "scaled"
+    np.testing.assert_array_equal(loaded.predict(x, verbose=0), model.predict(x, verbose=0))

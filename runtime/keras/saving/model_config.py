@@ -108,8 +108,7 @@ def _functional_config(model: Any) -> Dict[str, Any]:
 
 
 def _subclassed_config(model: Any) -> Dict[str, Any]:
-    own = type(model).get_config is not Model.get_config
-    config = model.get_config() if own else {"name": model.name, "trainable": model.trainable}
+    config = model.get_config()   # the base config (name, trainable, dtype) unless the class adds its arguments
     out = {"module": type(model).__module__, "class_name": type(model).__name__, "config": config,
            "registered_name": S.get_registered_name(model)}
     dims = model._input_dims
@@ -201,7 +200,7 @@ def _subclassed_from_config(entry: Dict[str, Any], custom_objects: Any) -> Any:
     try:
         return cls.from_config(config)
     except TypeError:
-        if set(config) <= {"name", "trainable", "dtype"}:   # a model whose __init__ takes no arguments
+        if set(config) <= {"name", "trainable", "dtype", "batch_input_shape"}:   # an __init__ without arguments
             return cls()
         raise
 
