@@ -141,6 +141,7 @@ class ReplicaContext:
         self._group = group
         self._holding = False
         self._scope: Optional[str] = None
+        self._gradient_share: Optional[float] = None   # set by Keras's fit: this replica's share of the batch
 
     @property
     def strategy(self) -> "Strategy":

@@ -1,6 +1,7 @@
 """Run under mpiexec by tests/distribute/test_multi_worker.py: one worker of a training job.
 
     mpiexec -n 2 python mpi_worker.py train OUT.npz [--traced]
+    mpiexec -n 2 python mpi_worker.py keras OUT ROWS          (writes OUT.<rank>.npz)
     mpiexec -n 2 python mpi_worker.py die-after-steps N [kill|exit]   (rank 1 dies at step N)
     mpiexec -n 2 python mpi_worker.py raise-on-rank1
     mpiexec -n 2 python mpi_worker.py twice
@@ -77,6 +78,16 @@ def main(argv):
                 step += 1
                 if rank == 0 and step % 5 == 0:
                     say(f"worker 0 step {step}")
+    elif mode == "keras":  # Keras fit/evaluate/predict in the strategy's scope; every worker writes its view
+        weights, history, evaluated, predicted = _models.keras_fit(
+            strategy, rows=int(argv[3]), seed=None if os.environ.get("NO_SEED") else 7)
+        np.savez(f"{argv[2]}.{rank}.npz", *weights, predicted=predicted, replicas=strategy.num_replicas_in_sync,
+                 **{f"history_{k}": np.array(v) for k, v in history.items()},
+                 **{f"eval_{k}": np.array(v) for k, v in evaluated.items()})
+        if os.environ.get("NO_SEED"):  # the seed fit shuffles with when none is set: the chief's, on every worker
+            from jitflow.runtime.distribute.keras_support import shuffle_seed
+            say(f"worker {rank} shuffle seed {shuffle_seed(strategy, None)}")
+        say(f"worker {rank} done")
     elif mode == "raise-on-rank1":
         with strategy.scope():
             v = jf.Variable([1.0, 2.0])
