@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Tuple
 
+from jitflow.runtime.distribute import overlap as _overlap
 from jitflow.runtime.distribute import replica as _replica
 from jitflow.runtime.distribute import strategy as _strategy
 from jitflow.runtime.distribute.values import ReduceOp, as_tensor
@@ -111,8 +112,13 @@ def _apply_gradients(optimizer: Any, pairs: List[Tuple[Any, Variable]], apply: C
             f"grads_and_vars: the variables {outside} were created outside `strategy.scope()` of {strategy!r} "
             "and are updated inside its strategy.run; create the model and optimizer in "
             "`with strategy.scope():` so every replica (and worker) holds the same copy")
-    grads = _weighted(ctx, [g for g, _ in pairs])
     variables = [v for _, v in pairs]
+    if strategy._num_workers > 1 and len(strategy._devices) == 1:
+        summed = _overlap.take(strategy, [g for g, _ in pairs])   # started during the backward pass
+        if summed is not None:
+            return ctx._meet("apply_gradients", (summed, variables),
+                             lambda per_replica: apply(list(zip(summed, variables))))
+    grads = _weighted(ctx, [g for g, _ in pairs])
 
     def merge(per_replica: List[Any]) -> Any:
         names = [[v.name for v in vs] for _, vs in per_replica]

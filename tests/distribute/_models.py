@@ -30,7 +30,7 @@ def batches(steps: int = STEPS, batch: int = GLOBAL_BATCH):
     return out
 
 
-def train(strategy, traced: bool, optimizer_cls=None, steps: int = STEPS):
+def train(strategy, traced: bool, optimizer_cls=None, steps: int = STEPS, clip: bool = False):
     """Train MLP under `strategy` on the same global batches; returns the final weights."""
     optimizer_cls = optimizer_cls or (lambda: jf.optimizers.SGD(0.1, momentum=0.9))
     with strategy.scope():
@@ -42,6 +42,8 @@ def train(strategy, traced: bool, optimizer_cls=None, steps: int = STEPS):
             per_example = jf.square(model(x) - y)
             loss = jf.reduce_sum(per_example) / float(GLOBAL_BATCH)   # scaled by the global batch
         grads = tape.gradient(loss, model.trainable_variables)
+        if clip:  # new gradient tensors (equal values): apply_gradients gets other tensors than the tape made
+            grads = [jf.clip_by_norm(g, 1e6) for g in grads]
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 

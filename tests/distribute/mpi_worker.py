@@ -31,7 +31,8 @@ def main(argv):
     rank = strategy.cluster_resolver.task_id
     if mode == "train":
         traced = "--traced" in argv
-        weights, losses, iterations = _models.train(strategy, traced)
+        weights, losses, iterations = _models.train(strategy, traced, clip="--clip" in argv)
+        say(f"worker {rank} started {strategy.communicator._ticket} all-reduces during the backward pass")
         ckpt_dir = os.environ.get("CKPT_DIR")
         if ckpt_dir:  # each worker names its own directory: only the chief's may be written
             with strategy.scope():
