@@ -89,6 +89,42 @@ def main(argv):
             from jitflow.runtime.distribute.keras_support import shuffle_seed
             say(f"worker {rank} shuffle seed {shuffle_seed(strategy, None)}")
         say(f"worker {rank} done")
+    elif mode == "profiled":  # trains until LOGDIR/stop appears; worker 1 is slow ("straggler") or retraces
+        import time
+        logdir, variant = argv[2], argv[3]
+        jf.profiler.experimental.server.start_worker(logdir)
+        writer = jf.summary.create_file_writer(jf.distribute.worker_logdir(logdir))
+        with strategy.scope():
+            model = _models.MLP()
+            optimizer = jf.optimizers.SGD(0.01)
+
+        def step_fn(x, y):
+            with jf.GradientTape() as tape:
+                loss = jf.reduce_mean(jf.square(model(x) - y))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        @jf.function
+        def train_step(x, y):
+            return strategy.run(step_fn, args=(x, y))
+
+        rng = np.random.default_rng(rank)
+        deadline = time.monotonic() + 120
+        step = 0
+        with writer.as_default(step=0):
+            while not os.path.exists(os.path.join(logdir, "stop")) and time.monotonic() < deadline:
+                rows = 8 + (step % 4 if variant == "shapes" and rank == 1 else 0)   # worker 1: other shapes
+                x = rng.normal(size=(rows, 3)).astype(np.float32)
+                with jf.profiler.experimental.Trace("train", step_num=step, _r=1):
+                    if variant == "straggler" and rank == 1:
+                        time.sleep(0.03)          # a slow worker: the other waits for it in the all-reduce
+                    train_step(x, x[:, :1])
+                step += 1
+                if step == 3:
+                    say(f"worker {rank} training")
+        writer.close()
+        say(f"worker {rank} done after {step} steps")
     elif mode == "raise-on-rank1":
         with strategy.scope():
             v = jf.Variable([1.0, 2.0])
