@@ -151,7 +151,7 @@ def job_view(job: str, job_dir: str, workers: Dict[int, RunData]) -> dict:
     errors: List[str] = []
     session = latest_session(job_dir)
     steps, unmatched = session_steps(job_dir, session, errors) if session else ({}, [])
-    rows = []
+    rows: List[Dict[str, Any]] = []
     per_function: Dict[int, Dict[str, int]] = {}
     for rank in sorted(set(workers) | set(steps)):
         run = workers.get(rank)

@@ -31,7 +31,7 @@ import numpy as np
 from jitflow.runtime.core.nest import flatten
 from jitflow.runtime.distribute import current as _current
 from jitflow.runtime.distribute import replica as _replica
-from jitflow.runtime.distribute.values import PerReplica, map_structure, regroup, select_replica
+from jitflow.runtime.distribute.values import PerReplica, map_structure, regroup
 from jitflow.runtime.ops import math_ops as M
 from jitflow.runtime.state.variables import Variable
 from jitflow.runtime.training import strategy_hooks as _hooks
