@@ -35,9 +35,6 @@ from jitflow.runtime.core.tensor import host_array
 from jitflow.runtime.ops.registry import not_differentiable, register
 
 DEFAULT_BUCKET_BYTES = 8 << 20
-# Arrays this large are reduced one by one, without packing: a copy costs more than a call's latency,
-# and MPI reduces a cache-sized array faster than one long buffer.
-ALONE_BYTES = 256 << 10
 _POOL_PER_SHAPE = 3
 _MAX_TICKETS = 64
 _FREE_REFS = 3   # getrefcount of a pooled buffer nobody else holds: the pool's list, the loop, the argument
@@ -121,6 +118,7 @@ class Communicator:
             except BaseException as e:  # noqa: B036 - handed to the waiting caller
                 box["error"] = e
             done.set()
+            self._jobs.task_done()
 
     def _dead_peers(self) -> List[int]:
         return [r for r, (host, pid) in enumerate(self.peers)
@@ -178,8 +176,8 @@ class Communicator:
     def start_allreduce(self, arrays: List[np.ndarray], what: str = "all-reduce") -> "PendingAllReduce":
         """Start summing `arrays` over the workers; `finish_allreduce` waits and returns the sums.
 
-        An array of at least `ALONE_BYTES` (256 KiB) is reduced on its own, straight from its memory
-        into a new array (no copy); smaller ones are packed, per dtype, into buckets of at most
+        An array of at least half a bucket is reduced on its own, straight from its memory into a
+        result buffer (no packing copy); smaller ones are packed, per dtype, into buckets of at most
         `bucket_bytes` and each bucket is reduced in place. Each reduction is handed to the
         collective thread as soon as its bucket is ready, so the reductions run while this
         thread packs the next bucket, and while the caller goes on computing (e.g. the rest of
@@ -271,7 +269,7 @@ class Communicator:
             size = 0
             for i in members:
                 nbytes = arrays[i].nbytes
-                if nbytes >= min(ALONE_BYTES, self.bucket_bytes):  # large: reduced alone, without copying it
+                if nbytes >= self.bucket_bytes // 2:  # large: reduced alone, without copying it
                     buckets.append((dtype, [i]))
                     continue
                 if current and size + nbytes > self.bucket_bytes:
