@@ -15,6 +15,8 @@ the wrapper made here
   several workers, what each step added to them is summed over the workers (one fused
   all-reduce of a few scalars), so every worker reports the metrics of the global batch
   (TF's sync-on-read metric variables give the same numbers);
+* with `run_eagerly`, runs the replicas of one process one at a time (they would otherwise
+  update the shared metric variables at once); traced steps run them in graph order anyway;
 * for `predict`, concatenates the replicas' outputs (and the workers') in replica order.
 
 Every worker of a multi-worker job must call `fit` with the same data: the seed that
@@ -28,11 +30,13 @@ from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
+from jitflow.runtime.core import context
 from jitflow.runtime.core.nest import flatten
 from jitflow.runtime.distribute import current as _current
 from jitflow.runtime.distribute import replica as _replica
 from jitflow.runtime.distribute.values import PerReplica, map_structure, regroup
 from jitflow.runtime.ops import math_ops as M
+from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.state.variables import Variable
 from jitflow.runtime.training import strategy_hooks as _hooks
 
@@ -59,7 +63,8 @@ def _rows(data: Any) -> int:
     leaves = [leaf for leaf in flatten(data) if leaf is not None]
     if not leaves:
         raise ValueError("fit/evaluate/predict: the batch has no tensors to split across the replicas")
-    dims = leaves[0].shape.as_list()
+    shape = leaves[0].shape   # a TensorShape, or a tuple for the numpy batches of run_eagerly
+    dims = shape.as_list() if hasattr(shape, "as_list") else list(shape)
     if not dims or dims[0] is None:
         raise ValueError(f"fit/evaluate/predict: the batch must have a known leading (batch) dimension to be split "
                          f"across the replicas; got shape {dims}")
@@ -78,7 +83,9 @@ def _bounds(rows: int, total: int) -> List[Tuple[int, int]]:
 
 
 def _shard(data: Any, start: int, stop: int) -> Any:
-    return map_structure(lambda leaf: leaf if leaf is None else leaf[start:stop], data)
+    """Rows start:stop of every leaf, as tensors (run_eagerly hands numpy arrays: a tensor knows
+    its batch size, which weights the replica's loss in the loss metric)."""
+    return map_structure(lambda leaf: leaf if leaf is None else convert_to_tensor(leaf[start:stop]), data)
 
 
 def _metric_variables(model: Any) -> List[Variable]:
@@ -116,7 +123,9 @@ def wrap_step(model: Any, strategy: Any, step: Callable[[Any], Any], kind: str) 
         across_workers = kind != "predict" and strategy._num_workers > 1
         variables = _metric_variables(model) if across_workers else []
         before = [v.read_value() for v in variables]
-        outputs = strategy.run(replica_step, args=(shards[0] if local == 1 else regroup(shards),))
+        eager = context.current_graph() is None   # run_eagerly: the replicas share metric variables
+        outputs = strategy.run(replica_step, args=(shards[0] if local == 1 else regroup(shards),),
+                               options=_replica.TAKE_TURNS if eager and local > 1 else None)
         if kind == "predict":
             return map_structure(lambda v: strategy.gather(v, axis=0), outputs)
         if variables:  # what this step added to the metrics, summed over the workers

@@ -39,6 +39,11 @@ class _ThreadState(threading.local):
 
 _thread = _ThreadState()
 
+# `strategy.run(..., options=TAKE_TURNS)`: the replica threads run one at a time, handing over
+# where they meet (Keras's run_eagerly steps: their metric updates are read-modify-writes of
+# variables the replicas share).
+TAKE_TURNS = object()
+
 
 class _Group:
     """The replicas of one `strategy.run` call: slots, a barrier, and the build lock when tracing."""

@@ -64,6 +64,13 @@ def test_two_replicas_fit_like_one(two_cpus, one_replica, rows):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_run_eagerly_two_replicas_fit_like_one(two_cpus):
+    # eager steps: the replica threads take turns (they share the metric variables)
+    expected = _models.keras_fit(jf.distribute.MirroredStrategy(two_cpus[:1]), rows=ROWS, run_eagerly=True)
+    assert_same_training(_models.keras_fit(jf.distribute.MirroredStrategy(two_cpus), rows=ROWS, run_eagerly=True),
+                         expected)
+
+
 def test_model_remembers_its_strategy(two_cpus):
     strategy = jf.distribute.MirroredStrategy(two_cpus)
     x, y = _models.keras_data(20)
