@@ -77,6 +77,15 @@ def test_straggler_is_flagged(tmp_path):
     assert w1["flags"] == ["straggler"] and w0["flags"] == []
     assert [(f["rank"], f["flag"]) for f in payload["flags"]] == [(1, "straggler")]
     assert "straggler" in html and "worker_1" in html and "worker_0" in html
+    # TensorBoard's own Profile plugin lists the session with one host per worker
+    from servers import get, tensorboard
+
+    def ready(base):
+        return any(r.endswith(session) for r in json.loads(get(base, "/data/plugin/profile/runs")))
+    with tensorboard(str(tmp_path), ready) as base:
+        (run,) = [r for r in json.loads(get(base, "/data/plugin/profile/runs")) if r.endswith(session)]
+        hosts = json.loads(get(base, "/data/plugin/profile/hosts", run=run, tag="trace_viewer"))
+    assert sorted(h["hostname"] for h in hosts) == sorted(f"127.0.0.1_{a['port']}" for a in announced)
 
 
 def test_divergent_shapes_are_flagged(tmp_path):
