@@ -15,9 +15,11 @@ Two parts, each measured side by side in the same processes:
   scaling     one training step (forward, GradientTape, all-reduced SGD update) of that MLP
               on a fixed global batch under MultiWorkerMirroredStrategy with 1 worker
               (mpiexec -n 1) and 2 workers (mpiexec -n 2): median step time and speed-up,
-              and the same with MirroredStrategy on 1 and 2 logical CPUs in one process.
+              2 workers with the all-reduce started only in apply_gradients (no overlap
+              with the backward pass), and the same with MirroredStrategy on 1 and 2
+              logical CPUs in one process.
 
-    python benchmarks/bench_distribute.py [--quick] [--mb 64] [--steps 20] [--batch 512] [--json PATH]
+    python benchmarks/bench_distribute.py [--quick] [--mb 64] [--steps 20] [--batch 512] [--runs 3] [--json PATH]
 
 The script starts its own `mpiexec` (MPICH's from `pip install 'jitflow[mpi]'`, or the
 one on PATH); `main(["--quick"])` runs a smoke benchmark and returns 0. On a machine
@@ -108,7 +110,7 @@ def worker_step(options: argparse.Namespace) -> Dict[str, Any]:
         jf.config.set_logical_device_configuration(cpu, [jf.config.LogicalDeviceConfiguration()] * options.replicas)
         strategy = jf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(options.replicas)])
     else:
-        strategy = jf.distribute.MultiWorkerMirroredStrategy()
+        strategy = jf.distribute.MultiWorkerMirroredStrategy(overlap_backward=not options.no_overlap)
     rng = np.random.default_rng(0)
     with strategy.scope():
         weights = [jf.Variable(rng.normal(size=shape).astype(np.float32) * 0.05) for shape in LAYERS]
@@ -134,7 +136,8 @@ def worker_step(options: argparse.Namespace) -> Dict[str, Any]:
 
     train_step(*batch)
     t = _median_s(lambda: float(train_step(*batch)), options.steps)
-    return {"strategy": kind, "replicas": strategy.num_replicas_in_sync, "step_s": t}
+    return {"strategy": kind, "replicas": strategy.num_replicas_in_sync, "step_s": t,
+            "overlap": kind != "mirrored" and not options.no_overlap}
 
 
 # -- the driver -------------------------------------------------------------------------------------
@@ -151,10 +154,13 @@ def run(options: argparse.Namespace) -> Dict[str, Any]:
     common = ["--mb", str(options.mb), "--repeat", str(options.repeat), "--steps", str(options.steps),
               "--batch", str(options.batch)]
     out: Dict[str, Any] = {"cores": os.cpu_count()}
-    out["allreduce"] = _launch(2, ["allreduce", *common])
+    out["allreduce_runs"] = [_launch(2, ["allreduce", *common]) for _ in range(options.runs)]
+    out["allreduce"] = out["allreduce_runs"][0]
     out["scaling"] = {
         "multi_worker_1": _launch(1, ["step", *common, "--worker-strategy", "multi_worker"]),
         "multi_worker_2": _launch(2, ["step", *common, "--worker-strategy", "multi_worker"]),
+        "multi_worker_2_no_overlap": _launch(2, ["step", *common, "--worker-strategy", "multi_worker",
+                                                 "--no-overlap"]),
         "mirrored_1": _launch(1, ["step", *common, "--worker-strategy", "mirrored", "--replicas", "1"], mpi=False),
         "mirrored_2": _launch(1, ["step", *common, "--worker-strategy", "mirrored", "--replicas", "2"], mpi=False),
     }
@@ -170,12 +176,20 @@ def report(results: Dict[str, Any]) -> None:
     print(f"{'path':<14}{'median ms':>12}{'GB/s':>10}{'jitflow ÷ it':>15}")
     for name, t in secs.items():
         print(f"{name:<14}{t * 1e3:>12.2f}{gb / t:>10.2f}{(gb / secs['jitflow']) / (gb / t):>14.2f}x")
+    runs = results.get("allreduce_runs", [ar])
+    if len(runs) > 1:
+        ratios = [r["seconds"]["mpi4py fused"] / r["seconds"]["jitflow"] for r in runs]
+        print(f"jitflow ÷ mpi4py fused over {len(runs)} runs: " + ", ".join(f"{x:.2f}x" for x in ratios)
+              + f"  (median {statistics.median(ratios):.2f}x)")
     sc = results["scaling"]
     print("\nstep time at a global batch of the same size (784-512-512-10 MLP, jf.function):")
     for kind in ("multi_worker", "mirrored"):
         one, two = sc[f"{kind}_1"]["step_s"], sc[f"{kind}_2"]["step_s"]
         print(f"  {kind:<13} 1 replica {one * 1e3:8.2f} ms   2 replicas {two * 1e3:8.2f} ms   "
               f"speed-up {one / two:4.2f}x")
+    plain = sc["multi_worker_2_no_overlap"]["step_s"]
+    print(f"  2 workers, all-reduce started in apply_gradients instead of during the backward pass: "
+          f"{plain * 1e3:8.2f} ms (overlap: {plain / sc['multi_worker_2']['step_s']:4.2f}x)")
 
 
 def main(argv: List[str] = None) -> int:
@@ -186,13 +200,15 @@ def main(argv: List[str] = None) -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=512, help="global batch of the scaling step")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--runs", type=int, default=3, help="separate 2-worker all-reduce jobs (ratios of each)")
+    parser.add_argument("--no-overlap", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker-strategy", default="multi_worker", help=argparse.SUPPRESS)
     parser.add_argument("--replicas", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("mode", nargs="?", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.quick:
-        options.mb, options.repeat, options.steps, options.batch = 4.0, 5, 5, 128
+        options.mb, options.repeat, options.steps, options.batch, options.runs = 4.0, 5, 5, 128, 1
     if options.worker:
         result = worker_allreduce(options) if options.mode == "allreduce" else worker_step(options)
         rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))

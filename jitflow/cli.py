@@ -288,7 +288,10 @@ def add_capture_parser(subparsers) -> argparse.ArgumentParser:
                     "jf.profiler.experimental.server.start(port)) for DURATION_MS of profile and write it to "
                     "LOGDIR/plugins/profile/<session>/, one <host>.xplane.pb per worker, where TensorBoard's "
                     "Profile tab finds it.")
-    p.add_argument("service_addr", help="grpc://host:port, comma-separated for several workers")
+    p.add_argument("service_addr", nargs="?", help="grpc://host:port, comma-separated for several workers")
+    p.add_argument("--workers-in", metavar="JOB_LOGDIR",
+                   help="capture every worker that announced its profiler server under JOB_LOGDIR "
+                        "(jf.profiler.experimental.server.start_worker(logdir)) instead of SERVICE_ADDR")
     p.add_argument("--logdir", required=True, help="TensorBoard logdir to write the session under")
     p.add_argument("--duration-ms", type=int, default=2000, help="how long to record (default: 2000)")
     p.add_argument("--num-retry", type=int, default=2, help="retries while a server is unavailable (default: 2)")
@@ -300,8 +303,12 @@ def add_capture_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run_capture(args: argparse.Namespace) -> int:
-    from jitflow.tracer import client, profiler  # lazy: gRPC loads only for the `capture` command
+    from jitflow.tracer import client, job, profiler  # lazy: gRPC loads only for the `capture` command
     try:
+        if (args.service_addr is None) == (args.workers_in is None):
+            raise ValueError("give either SERVICE_ADDR or --workers-in JOB_LOGDIR (one of them)")
+        if args.workers_in is not None:
+            args.service_addr = job.worker_addresses(args.workers_in)
         options = profiler.ProfilerOptions(host_tracer_level=args.host_tracer_level, delay_ms=args.delay_ms or None)
         session = client.trace(args.service_addr, args.logdir, args.duration_ms,
                                num_tracing_attempts=max(0, args.num_retry) + 1, options=options)

@@ -35,6 +35,7 @@ from concurrent import futures
 from typing import Any, Optional
 
 from . import capture as _capture
+from . import job as _job
 from . import profile as _profile
 from . import service_protos as sp
 
@@ -201,6 +202,26 @@ def start(port: int, host: str = "127.0.0.1") -> ProfilerServer:
         return _server
 
 
+def start_worker(logdir: str, base_port: int = 0, host: str = "127.0.0.1") -> ProfilerServer:
+    """Start this worker's profiler server on `base_port + rank` (a free port when `base_port`
+    is 0) and announce it in `<logdir>/worker_<rank>/profiler_server.json`, so that one
+    `jitflow capture --workers-in LOGDIR` profiles every worker of the job (tracer/job.py).
+
+    >>> server = jf.profiler.experimental.server.start_worker("runs", base_port=6009)   # doctest: +SKIP
+    """
+    if not isinstance(logdir, (str, os.PathLike)) or not os.fspath(logdir):
+        raise TypeError(f"logdir: expected the job's log directory; got {logdir!r}")
+    if isinstance(base_port, bool) or not isinstance(base_port, int) or not 0 <= base_port <= 65535:
+        raise ValueError(f"base_port: expected 0 (a free port per worker) or the port of worker 0; got {base_port!r}")
+    rank, size = _job.rank_and_size()
+    port = base_port + rank if base_port else 0
+    if port > 65535:
+        raise ValueError(f"base_port: worker {rank} would listen on {port}, above 65535; got base_port={base_port}")
+    srv = start(port, host)
+    _job.announce(logdir, srv.port, host, rank, size)
+    return srv
+
+
 def stop() -> None:
     """Stop this process's profiler server (no-op when none runs)."""
     global _server
@@ -214,4 +235,4 @@ def running() -> Optional[ProfilerServer]:
     return _server
 
 
-__all__ = ["start", "stop", "running", "ProfilerServer", "MAX_DURATION_MS"]
+__all__ = ["start", "start_worker", "stop", "running", "ProfilerServer", "MAX_DURATION_MS"]

@@ -171,8 +171,12 @@ class GradientTape:
         paused = self._recording
         self._recording = False
         try:
+            listen = gradient_listener
+            listener = listen(flat_sources) if listen is not None else None
             with context.name_scope("gradients"):
-                grads = _backprop(self._records, targets, seeds, flat_sources)
+                grads = _backprop(self._records, targets, seeds, flat_sources, listener)
+            if listener is not None:
+                listener.done(grads)
         finally:
             self._recording = paused
         if unconnected_gradients not in ("none", "zero"):
@@ -209,6 +213,13 @@ class GradientTape:
         return batch_jacobian_impl(self, target, source, getattr(unconnected_gradients, "value", unconnected_gradients))
 
 
+# Filled in by `distribute` (which sits above this stage): called by `gradient()` with the
+# flat sources, it returns None or a listener whose `ready(i, grad)` is called as soon as
+# the gradient of source i is final (the backward pass has passed the source's first use),
+# and `done(grads)` at the end. A multi-worker strategy starts all-reducing gradients there,
+# while the rest of the backward pass runs.
+gradient_listener: Any = None
+
 # Filled in by `autodiff.jacobians` (they need array ops beyond what the tape imports).
 jacobian_impl: Any = None
 batch_jacobian_impl: Any = None
@@ -219,16 +230,38 @@ def _accumulate(grads: Dict[int, Any], key: int, value: Any) -> None:
     grads[key] = value if current is None else add(current, value)
 
 
-def _backprop(records: List[Record], targets: List[Tensor], seeds: List[Any], sources: List[Any]) -> List[Any]:
+def _first_uses(records: List[Record], sources: List[Any]) -> Dict[int, List[int]]:
+    """record index → the sources first read by that record (their gradients are final once
+    the backward walk has processed it); sources never read come under -1."""
+    wanted = {id(s): i for i, s in enumerate(sources)}
+    first: Dict[int, List[int]] = {}
+    for index, rec in enumerate(records):
+        for inp in rec.inputs:
+            position = wanted.pop(id(inp), None)
+            if position is not None:
+                first.setdefault(index, []).append(position)
+        if not wanted:
+            break
+    if wanted:
+        first[-1] = sorted(wanted.values())
+    return first
+
+
+def _backprop(records: List[Record], targets: List[Tensor], seeds: List[Any], sources: List[Any],
+              listener: Any = None) -> List[Any]:
     grads: Dict[int, Any] = {}
+    first_uses = _first_uses(records, sources) if listener is not None else {}
     for target, seed in zip(targets, seeds):
         like = convert_to_tensor(target) if isinstance(target, TensorConvertible) else target
         g = ones_like(like) if seed is None else convert_to_tensor(seed, dtype=like.dtype)
         _accumulate(grads, id(target), g)
     # Records are in creation order, which is topological: walk them backwards once.
-    for rec in reversed(records):
+    for index in range(len(records) - 1, -1, -1):
+        rec = records[index]
         out_grads = [grads.get(id(o)) for o in rec.outputs]
         if all(g is None for g in out_grads):
+            for position in first_uses.get(index, ()):
+                listener.ready(position, grads.get(id(sources[position])))
             continue
         fn = GRADIENTS.get(rec.op)
         if fn is None:
@@ -241,4 +274,8 @@ def _backprop(records: List[Record], targets: List[Tensor], seeds: List[Any], so
         for inp, g in zip(rec.inputs, in_grads):
             if g is not None:
                 _accumulate(grads, id(inp), g)
+        for position in first_uses.get(index, ()):
+            listener.ready(position, grads.get(id(sources[position])))
+    for position in first_uses.get(-1, ()):
+        listener.ready(position, grads.get(id(sources[position])))
     return [grads.get(id(s)) for s in sources]

@@ -11,11 +11,13 @@ Stages inside: `values` (ReduceOp, PerReplica), `replica` (replica contexts and 
 replicas of one step meet), `input` (splitting batches), `strategy` (the shared part),
 `current` (which strategy is current; the hooks into optimizers, variables and
 checkpoints), `mirrored` (one process), `cluster` (TF_CONFIG and MPI ranks),
-`collectives` (MPI all-reduce and broadcast with a watchdog), `multi_worker`.
+`collectives` (MPI all-reduce and broadcast with a watchdog), `multi_worker`, and
+`keras_support` (Keras's `fit`/`evaluate`/`predict` once per replica).
 """
 from jitflow.runtime.distribute.current import (get_replica_context, get_strategy, has_strategy,
                                                 in_cross_replica_context)
 from jitflow.runtime.distribute.cluster import ClusterResolver
+from jitflow.runtime.distribute import keras_support as _keras_support  # noqa: F401 - fills Keras's hook
 from jitflow.runtime.distribute.input import DistributedDataset, InputContext
 from jitflow.runtime.distribute.logdirs import is_chief, worker_logdir
 from jitflow.runtime.distribute.mirrored import MirroredStrategy

@@ -29,11 +29,15 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.errors import DeadlineExceededError, UnavailableError
 from jitflow.runtime.core.tensor import host_array
 from jitflow.runtime.ops.registry import not_differentiable, register
 
 DEFAULT_BUCKET_BYTES = 8 << 20
+_POOL_PER_SHAPE = 3
+_MAX_TICKETS = 64
+_FREE_REFS = 3   # getrefcount of a pooled buffer nobody else holds: the pool's list, the loop, the argument
 _POLL_S = 0.02
 
 
@@ -67,6 +71,9 @@ class Communicator:
         self.bucket_bytes = int(bucket_bytes)
         self.broken: Optional[BaseException] = None
         self.calls = 0
+        self._ticket = 0
+        self._tickets: Dict[int, PendingAllReduce] = {}
+        self._pool: Dict[Tuple[np.dtype, int], List[np.ndarray]] = {}
         comm.Set_errhandler(mpi.ERRORS_RETURN)  # MPI errors become Python exceptions, not aborts
         self.host = socket.gethostname()
         self.peers: List[Tuple[str, int]] = comm.allgather((self.host, os.getpid()))
@@ -111,6 +118,7 @@ class Communicator:
             except BaseException as e:  # noqa: B036 - handed to the waiting caller
                 box["error"] = e
             done.set()
+            self._jobs.task_done()
 
     def _dead_peers(self) -> List[int]:
         return [r for r, (host, pid) in enumerate(self.peers)
@@ -162,41 +170,92 @@ class Communicator:
 
     # -- the collectives -----------------------------------------------------------------------
     def allreduce(self, arrays: List[np.ndarray], what: str = "all-reduce") -> List[np.ndarray]:
-        """Elementwise sums over the workers, packed into per-dtype buckets of contiguous memory.
+        """Elementwise sums over the workers (see `start_allreduce`, which this waits for)."""
+        return self.finish_allreduce(self.start_allreduce(arrays, what))
 
-        The buckets are pipelined: while the collective thread reduces one, this thread packs
-        the next. A bucket of one array is reduced from that array into a new one (no packing).
+    def start_allreduce(self, arrays: List[np.ndarray], what: str = "all-reduce") -> "PendingAllReduce":
+        """Start summing `arrays` over the workers; `finish_allreduce` waits and returns the sums.
+
+        An array of at least half a bucket is reduced on its own, straight from its memory into a
+        result buffer (no packing copy); smaller ones are packed, per dtype, into buckets of at most
+        `bucket_bytes` and each bucket is reduced in place. Each reduction is handed to the
+        collective thread as soon as its bucket is ready, so the reductions run while this
+        thread packs the next bucket, and while the caller goes on computing (e.g. the rest of
+        the backward pass) until it calls `finish_allreduce`.
         """
         self._check_usable(what)
         self.calls += 1
         arrays = [np.asarray(a, order="C") for a in arrays]  # (ascontiguousarray makes 0-d arrays 1-d)
-        out: List[Optional[np.ndarray]] = [None] * len(arrays)
-        jobs = []
-        results = []
+        pending = PendingAllReduce(self, what, [a.shape for a in arrays])
+        calls: List[Callable[[], Any]] = []
+        queued = 0
         for dtype, members in self._buckets(arrays):
             if len(members) == 1:
-                source = arrays[members[0]]
-                result = np.empty(source.size, dtype=dtype)
-                jobs.append(self._submit(functools.partial(self.comm.Allreduce, source.reshape(-1), result,
-                                                           op=self.mpi.SUM)))
+                source = arrays[members[0]].reshape(-1)
+                result = self._buffer(dtype, source.size)
+                calls.append(functools.partial(self.comm.Allreduce, source, result, op=self.mpi.SUM))
             else:
-                result = np.empty(sum(arrays[i].size for i in members), dtype=dtype)
+                result = self._buffer(dtype, sum(arrays[i].size for i in members))
                 offset = 0
                 for i in members:
                     n = arrays[i].size
                     result[offset:offset + n] = arrays[i].reshape(-1)
                     offset += n
-                jobs.append(self._submit(functools.partial(self.comm.Allreduce, self.mpi.IN_PLACE, result,
-                                                           op=self.mpi.SUM)))
-            results.append((members, result))
-        self._await(what, jobs)
-        for members, result in results:
-            offset = 0
-            for i in members:
-                n = arrays[i].size
-                out[i] = result[offset:offset + n].reshape(arrays[i].shape)
-                offset += n
-        return out  # type: ignore[return-value]
+                calls.append(functools.partial(self.comm.Allreduce, self.mpi.IN_PLACE, result, op=self.mpi.SUM))
+            pending.results.append((members, result))
+            queued += result.nbytes
+            if queued >= self.bucket_bytes:  # one hand-off to the collective thread per bucket_bytes
+                pending.jobs.append(self._submit(_run_all(calls)))
+                calls, queued = [], 0
+        if calls:
+            pending.jobs.append(self._submit(_run_all(calls)))
+        return pending
+
+    # -- tickets: all-reduces started by one graph op and waited for by another ---------------
+    def start_ticket(self, arrays: List[np.ndarray]) -> int:
+        """`start_allreduce`, remembered under a ticket number for `wait_ticket`."""
+        self._ticket += 1
+        self._tickets[self._ticket] = self.start_allreduce(arrays, "all-reduce")
+        while len(self._tickets) > _MAX_TICKETS:  # started and never waited for (gradients left unused)
+            self.finish_allreduce(self._tickets.pop(min(self._tickets)))
+        return self._ticket
+
+    def wait_ticket(self, ticket: int) -> List[np.ndarray]:
+        pending = self._tickets.pop(ticket, None)
+        if pending is None:
+            raise ValueError(f"all-reduce wait: ticket {ticket} was never started, or was already waited for")
+        return self.finish_allreduce(pending)
+
+    def _buffer(self, dtype: np.dtype, size: int) -> np.ndarray:
+        """A result buffer, reused from an earlier step when nothing references it any more.
+
+        The sums are handed out as views of these buffers, and a view keeps its buffer alive:
+        a buffer whose only reference is the pool's is free. Reusing it saves the allocation
+        and, above all, the page faults of touching fresh memory (a fifth of the time of a
+        64 MB all-reduce between two processes on one host)."""
+        key = (np.dtype(dtype), int(size))
+        pool = self._pool.setdefault(key, [])
+        for buffer in pool:
+            if sys.getrefcount(buffer) <= _FREE_REFS:
+                return buffer
+        buffer = np.empty(size, dtype=dtype)
+        if len(pool) < _POOL_PER_SHAPE:
+            pool.append(buffer)
+        return buffer
+
+    def finish_allreduce(self, pending: "PendingAllReduce") -> List[np.ndarray]:
+        """Wait for the reductions `start_allreduce` began; the sums, shaped as its arrays."""
+        if pending.out is None:
+            self._await(pending.what, pending.jobs)
+            out: List[Optional[np.ndarray]] = [None] * len(pending.shapes)
+            for members, result in pending.results:
+                offset = 0
+                for i in members:
+                    n = int(np.prod(pending.shapes[i], dtype=np.int64))
+                    out[i] = result[offset:offset + n].reshape(pending.shapes[i])
+                    offset += n
+            pending.out = out  # type: ignore[assignment]
+        return pending.out  # type: ignore[return-value]
 
     def _buckets(self, arrays: List[np.ndarray]) -> List[Tuple[np.dtype, List[int]]]:
         by_dtype: Dict[np.dtype, List[int]] = {}
@@ -210,6 +269,9 @@ class Communicator:
             size = 0
             for i in members:
                 nbytes = arrays[i].nbytes
+                if nbytes >= self.bucket_bytes // 2:  # large: reduced alone, without copying it
+                    buckets.append((dtype, [i]))
+                    continue
                 if current and size + nbytes > self.bucket_bytes:
                     buckets.append((dtype, current))
                     current, size = [], 0
@@ -245,6 +307,25 @@ class Communicator:
 
     def barrier(self, what: str = "barrier") -> None:
         self.run(what, self.comm.Barrier)
+
+
+def _run_all(calls: List[Callable[[], Any]]) -> Callable[[], None]:
+    def run() -> None:
+        for call in calls:
+            call()
+    return run
+
+
+class PendingAllReduce:
+    """All-reduces started by `Communicator.start_allreduce`, not yet waited for."""
+
+    def __init__(self, comm: Communicator, what: str, shapes: List[Tuple[int, ...]]) -> None:
+        self.comm = comm
+        self.what = what
+        self.shapes = shapes
+        self.jobs: List[Tuple[Dict[str, Any], threading.Event]] = []
+        self.results: List[Tuple[List[int], np.ndarray]] = []
+        self.out: Optional[List[np.ndarray]] = None
 
 
 # -- exiting without MPI_Finalize once the job is broken ------------------------------------------
@@ -284,8 +365,31 @@ def _allgather_kernel(array, communicator, axis):
     return communicator.allgather_arrays(np.asarray(host_array(array)), axis)
 
 
+def _start_infer(specs, attrs):
+    return [((), _dt.int64)]
+
+
+def _start_kernel(*arrays, communicator):
+    """Start the all-reduce of `arrays` on the collective thread; the ticket `_wait_kernel` redeems."""
+    return np.asarray(communicator.start_ticket([np.asarray(host_array(a)) for a in arrays]), np.int64)
+
+
+def _wait_infer(specs, attrs):
+    return list(attrs["specs"])
+
+
+def _wait_kernel(ticket, communicator, specs):
+    out = communicator.wait_ticket(int(ticket))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+register("JfCollectiveAllReduceStart", _start_infer, cpu=_start_kernel, public_name="distribute all-reduce start",
+         stateful=True, doc="Start summing the inputs over the MPI workers; returns a ticket for the wait.")
+register("JfCollectiveAllReduceWait", _wait_infer, cpu=_wait_kernel, public_name="distribute all-reduce wait",
+         stateful=True, doc="Wait for the all-reduce a JfCollectiveAllReduceStart ticket names; its sums.")
 register("JfCollectiveAllReduce", _same_specs, cpu=_allreduce_kernel, public_name="distribute all-reduce",
          stateful=True, doc="Sum of each input over the MPI workers (MultiWorkerMirroredStrategy).")
 register("JfCollectiveAllGather", _allgather_infer, cpu=_allgather_kernel, public_name="distribute all-gather",
          stateful=True, doc="Concatenation of the input over the MPI workers along `axis`.")
-not_differentiable("JfCollectiveAllReduce", "JfCollectiveAllGather")
+not_differentiable("JfCollectiveAllReduce", "JfCollectiveAllGather", "JfCollectiveAllReduceStart",
+                   "JfCollectiveAllReduceWait")

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Tuple
 
+from jitflow.runtime.distribute import overlap as _overlap
 from jitflow.runtime.distribute import replica as _replica
 from jitflow.runtime.distribute import strategy as _strategy
-from jitflow.runtime.distribute.values import ReduceOp
+from jitflow.runtime.distribute.values import ReduceOp, as_tensor
+from jitflow.runtime.ops import array_ops as A
+from jitflow.runtime.ops import math_ops as M
+from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.state import variables as _variables
 from jitflow.runtime.state.variables import Variable
 from jitflow.runtime.training import checkpoint as _checkpoint
@@ -108,8 +112,13 @@ def _apply_gradients(optimizer: Any, pairs: List[Tuple[Any, Variable]], apply: C
             f"grads_and_vars: the variables {outside} were created outside `strategy.scope()` of {strategy!r} "
             "and are updated inside its strategy.run; create the model and optimizer in "
             "`with strategy.scope():` so every replica (and worker) holds the same copy")
-    grads = [g for g, _ in pairs]
     variables = [v for _, v in pairs]
+    if strategy._num_workers > 1 and len(strategy._devices) == 1:
+        summed = _overlap.take(strategy, [g for g, _ in pairs])   # started during the backward pass
+        if summed is not None:
+            return ctx._meet("apply_gradients", (summed, variables),
+                             lambda per_replica: apply(list(zip(summed, variables))))
+    grads = _weighted(ctx, [g for g, _ in pairs])
 
     def merge(per_replica: List[Any]) -> Any:
         names = [[v.name for v in vs] for _, vs in per_replica]
@@ -120,6 +129,17 @@ def _apply_gradients(optimizer: Any, pairs: List[Tuple[Any, Variable]], apply: C
         reduced = strategy._reduce_lists(ReduceOp.SUM, [list(g) for g, _ in per_replica])
         return apply(list(zip(reduced, per_replica[0][1])))
     return ctx._meet("apply_gradients", (grads, variables), merge)
+
+
+def _weighted(ctx: _replica.ReplicaContext, grads: List[Any]) -> List[Any]:
+    """Inside Keras's `fit`, each replica's gradients weighted by its share of the global batch
+    (`keras_support`), so that their sum is the gradient of the loss over the whole batch."""
+    share = ctx._gradient_share
+    if share is None or share == 1.0:
+        return grads
+    if share == 0.0:  # an empty shard (a last batch with fewer rows than replicas): its loss may be NaN
+        return [A.zeros_like(g) for g in grads]
+    return [M.multiply(g, convert_to_tensor(share, dtype=as_tensor(g).dtype)) for g in grads]
 
 
 def _chief_writes() -> bool:

@@ -6,6 +6,11 @@ compute at the same time. On CPUs (logical devices from
 variable in host memory: every replica reads it, and the merged update (gradients
 summed over the replicas in replica order) is applied to it once per step, so all
 replicas always see the same weights, as TF's mirrored variables guarantee.
+
+On several GPUs each variable gets one copy per GPU (`state.mirrors`): the primary on
+the first GPU, which the merged update changes, and a copy on every other GPU that a
+replica's eager read refreshes after each update, so each replica computes from its own
+device memory. (Inside a `jf.function`, compiled reads use the primary copy.)
 """
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ from typing import Any, List, Optional, Sequence
 
 from jitflow.runtime.core import devices as _devices
 from jitflow.runtime.distribute.strategy import Strategy
+from jitflow.runtime.state.mirrors import Mirrors
+from jitflow.runtime.state.variables import Variable
 
 
 def _default_devices() -> List[str]:
@@ -58,6 +65,19 @@ class MirroredStrategy(Strategy):
         if collective_timeout is not None and not collective_timeout > 0:
             raise ValueError(f"collective_timeout: expected seconds > 0 or None; got {collective_timeout!r}")
         super().__init__(names, collective_timeout)
+        # Several GPUs: one copy of each variable per GPU (CPU devices share host memory: no copies).
+        resolved = [_devices.resolve(n) for n in names] if any("GPU" in n for n in names) else []
+        self._mirror_devices = [d for i, d in enumerate(resolved) if d not in resolved[:i]]
+
+    def _replicas_take_turns(self) -> bool:
+        # numba's CUDA simulator runs one kernel at a time, process-wide
+        return bool(self._mirror_devices) and _devices.simulated()
+
+    def _track(self, var: Variable) -> None:
+        super()._track(var)
+        others = [d for d in self._mirror_devices if d != var._device_name]
+        if others and var._mirrors is None and not var.dtype.is_string:
+            var._mirrors = Mirrors(others)
 
 
 __all__ = ["MirroredStrategy"]

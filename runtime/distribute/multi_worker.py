@@ -62,11 +62,14 @@ class MultiWorkerMirroredStrategy(_strategy.Strategy):
 
     Create it once per process, at the start of the program (as in TF); `collective_timeout`
     (seconds, default `JITFLOW_COLLECTIVE_TIMEOUT` or 600) bounds every collective, and
-    `bucket_bytes` the size of one fused all-reduce buffer.
+    `bucket_bytes` the size of one fused all-reduce buffer; `overlap_backward` starts the
+    all-reduce of each bucket of gradients during `tape.gradient`, as soon as they are final
+    (see `overlap`), instead of in `apply_gradients`.
     """
 
     def __init__(self, communication_options: Any = None, cluster_resolver: Any = None,
-                 collective_timeout: Optional[float] = None, bucket_bytes: int = DEFAULT_BUCKET_BYTES) -> None:
+                 collective_timeout: Optional[float] = None, bucket_bytes: int = DEFAULT_BUCKET_BYTES,
+                 overlap_backward: bool = True) -> None:
         timeout = _timeout_from(collective_timeout)
         if not isinstance(bucket_bytes, int) or bucket_bytes <= 0:
             raise ValueError(f"bucket_bytes: expected a positive int; got {bucket_bytes!r}")
@@ -95,6 +98,7 @@ class MultiWorkerMirroredStrategy(_strategy.Strategy):
             device = gpus[0].name if gpus else "/device:CPU:0"
             super().__init__([device], collective_timeout=timeout)
             self._comm = Communicator(comm, mpi, timeout, bucket_bytes)
+            self._overlap = bool(overlap_backward)
             self._resolver = resolver
             self._pending: List[Variable] = []
             self._check_same_setup(bucket_bytes)
@@ -102,7 +106,8 @@ class MultiWorkerMirroredStrategy(_strategy.Strategy):
             _install_excepthook(self)
 
     def _check_same_setup(self, bucket_bytes: int) -> None:
-        mine = {"world": self._comm.size, "devices": len(self._devices), "bucket_bytes": bucket_bytes}
+        mine = {"world": self._comm.size, "devices": len(self._devices), "bucket_bytes": bucket_bytes,
+                "overlap_backward": self._overlap}
         every = self._comm.allgather_object(mine, "checking the workers agree")
         differ = [r for r, theirs in enumerate(every) if theirs != mine]
         if differ:

@@ -39,11 +39,16 @@ class _ThreadState(threading.local):
 
 _thread = _ThreadState()
 
+# `strategy.run(..., options=TAKE_TURNS)`: the replica threads run one at a time, handing over
+# where they meet (Keras's run_eagerly steps: their metric updates are read-modify-writes of
+# variables the replicas share).
+TAKE_TURNS = object()
+
 
 class _Group:
     """The replicas of one `strategy.run` call: slots, a barrier, and the build lock when tracing."""
 
-    def __init__(self, num_replicas: int, graph: Any, timeout: Optional[float]) -> None:
+    def __init__(self, num_replicas: int, graph: Any, timeout: Optional[float], take_turns: bool = False) -> None:
         self.n = num_replicas
         self.graph = graph
         self.timeout = timeout
@@ -52,19 +57,22 @@ class _Group:
         self.outcome: Tuple[str, Any] = ("ok", None)
         self.failed: Optional[Tuple[int, BaseException]] = None
         self.failed_lock = threading.Lock()
-        self.build_lock = threading.Lock() if graph is not None else None
+        # Tracing (one graph is built by one thread at a time) or devices that run one kernel at a
+        # time (numba's CUDA simulator): the replicas take turns, handing over where they meet.
+        self.build_lock = threading.Lock() if graph is not None or take_turns else None
 
     # -- the build lock: one replica adds graph nodes at a time ----------------------------
     def acquire(self, ctx: "ReplicaContext") -> None:
         if self.build_lock is not None:
             self.build_lock.acquire()
             ctx._holding = True
-            if ctx._scope is not None:
+            if ctx._scope is not None and self.graph is not None:
                 self.graph.scope = ctx._scope
 
     def release(self, ctx: "ReplicaContext") -> None:
         if self.build_lock is not None and ctx._holding:
-            ctx._scope = self.graph.scope
+            if self.graph is not None:
+                ctx._scope = self.graph.scope
             ctx._holding = False
             self.build_lock.release()
 
@@ -141,6 +149,7 @@ class ReplicaContext:
         self._group = group
         self._holding = False
         self._scope: Optional[str] = None
+        self._gradient_share: Optional[float] = None   # set by Keras's fit: this replica's share of the batch
 
     @property
     def strategy(self) -> "Strategy":

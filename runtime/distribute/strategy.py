@@ -139,11 +139,12 @@ class Strategy:
                         return fn(*select_replica(0, tuple(args)), **select_replica(0, kwargs))
                 finally:
                     _replica._thread.replica = saved
-            return self._run_threads(fn, tuple(args), kwargs, graph)
+            return self._run_threads(fn, tuple(args), kwargs, graph, options is _replica.TAKE_TURNS)
 
-    def _run_threads(self, fn: Callable[..., Any], args: tuple, kwargs: dict, graph: Any) -> Any:
+    def _run_threads(self, fn: Callable[..., Any], args: tuple, kwargs: dict, graph: Any,
+                     take_turns: bool = False) -> Any:
         n = len(self._devices)
-        group = _replica._Group(n, graph, self._collective_timeout)
+        group = _replica._Group(n, graph, self._collective_timeout, take_turns or self._replicas_take_turns())
         caller_scope = graph.scope if graph is not None else None
         results: List[Any] = [None] * n
         threads = []
@@ -167,6 +168,10 @@ class Strategy:
                 error.add_note(f"(raised on replica {rid} of strategy.run, device {self._devices[rid]})")
             raise error
         return regroup(results)
+
+    def _replicas_take_turns(self) -> bool:
+        """True where the devices cannot run the replicas at once (MirroredStrategy says when)."""
+        return False
 
     def _whole_step(self, fn: Function) -> Function:
         wrapped = self._wrapped.get(id(fn))

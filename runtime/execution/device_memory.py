@@ -223,7 +223,12 @@ def _owner(arr: Any) -> Any:
 
 
 # -- the current device (set by whoever launches kernels) --------------------------------------
-_current: Optional[DeviceMemory] = None
+class _Current(threading.local):
+    """The current device is per thread: MirroredStrategy's replica threads each launch on their GPU."""
+    mem: Optional[DeviceMemory] = None
+
+
+_current = _Current()
 _memories: Dict[int, DeviceMemory] = {}
 _mem_lock = threading.Lock()
 
@@ -240,14 +245,13 @@ def memory(gpu: devices.Gpu) -> DeviceMemory:
 
 def use(gpu: devices.Gpu) -> DeviceMemory:
     """Make `gpu` the device kernels allocate on and launch to; returns its memory."""
-    global _current
     mem = gpu.memory or memory(gpu)
-    _current = mem
+    _current.mem = mem
     return mem
 
 
 def current() -> DeviceMemory:
-    mem = _current
+    mem = _current.mem
     if mem is None:
         gpu = devices.default_gpu()
         if gpu is None:
@@ -258,6 +262,19 @@ def current() -> DeviceMemory:
 
 def current_gpu_name() -> str:
     return current().gpu.name
+
+
+def gpu_name_of(value: Any) -> Optional[str]:
+    """The logical GPU whose allocator made the device array `value` (each has its own stream,
+    which its arrays carry); None when no allocator of this process made it."""
+    stream = getattr(value, "stream", None)
+    if stream is None or stream == 0:
+        return None
+    for gpu in devices.gpus():
+        mem = gpu.memory
+        if mem is not None and mem.stream is stream:
+            return gpu.name
+    return None
 
 
 # -- arrays and copies -------------------------------------------------------------------------

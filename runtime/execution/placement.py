@@ -75,7 +75,7 @@ def move(value: Any, target: str) -> Any:
     gpu = devices.gpu_by_name(target)
     assert dm is not None  # loaded above for every target but the CPU
     mem = dm.use(gpu)
-    if dm.is_device_array(value) and dm.current_gpu_name() == target:
+    if dm.is_device_array(value) and dm.gpu_name_of(value) in (None, target):
         return value
     if dm.is_device_array(value):  # another GPU: through the host
         value = _copy_from_device(value)

@@ -30,6 +30,7 @@ from jitflow.runtime.keras import callbacks as _cb
 from jitflow.runtime.keras import compile_utils as _cu
 from jitflow.runtime.keras.functional_order import keras_order
 from jitflow.runtime.keras import data_adapter as _data
+from jitflow.runtime.keras import distributed as _distributed
 from jitflow.runtime.keras import metrics as _metrics
 from jitflow.runtime.keras import optimizers as _optimizers
 from jitflow.runtime.keras.layers.base import Layer
@@ -166,6 +167,7 @@ class Model(Layer):
         self(np.zeros(dims, self._dtype.as_numpy_dtype))
 
     # -- compile --------------------------------------------------------------------------------------------
+    @_distributed.records_strategy
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Optional[Sequence[Any]] = None,
                 loss_weights: Any = None, weighted_metrics: Any = None, run_eagerly: bool = False,
                 steps_per_execution: int = 1, jit_compile: Optional[bool] = None, **kwargs: Any) -> None:
@@ -274,6 +276,8 @@ class Model(Layer):
 
     def _compiled(self, step: Any, name: str) -> Any:
         """`step` as a `jf.function` bound to this model (one per model and compile, as in Keras)."""
+        step = _distributed.wrap_step(self, step, name.split("_")[0])   # once per replica under a strategy
+
         def run(model, *batch):
             return step(batch if len(batch) > 1 else (batch[0],))
         run.__name__ = run.__qualname__ = name
@@ -327,6 +331,7 @@ class Model(Layer):
             self.optimizer._slots_for(var)
 
     # -- fit / evaluate / predict ---------------------------------------------------------------------------
+    @_distributed.in_model_scope
     def fit(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None, epochs: int = 1,
             verbose: Any = "auto", callbacks: Optional[Sequence[_cb.Callback]] = None, validation_split: float = 0.0,
             validation_data: Any = None, shuffle: bool = True, class_weight: Any = None, sample_weight: Any = None,
@@ -359,7 +364,8 @@ class Model(Layer):
         cbs.append(history)
         if verbose:
             cbs.append(_cb.ProgbarLogger(verbose))
-        rng = np.random.default_rng(_R._global_seed)   # jf.random.set_seed makes the shuffling repeatable
+        # jf.random.set_seed makes the shuffling repeatable (and the workers of a job shuffle alike)
+        rng = np.random.default_rng(_distributed.shuffle_seed(self, _R._global_seed))
         train_fn = self.make_train_function()
         self.stop_training = False
         self.history = history
@@ -404,6 +410,7 @@ class Model(Layer):
         cbs.on_test_end(logs)
         return logs
 
+    @_distributed.in_model_scope
     def evaluate(self, x: Any = None, y: Any = None, batch_size: Optional[int] = None, verbose: Any = "auto",
                  sample_weight: Any = None, steps: Optional[int] = None, callbacks: Any = None,
                  return_dict: bool = False) -> Any:
@@ -415,6 +422,7 @@ class Model(Layer):
             return logs
         return _cu.ordered_values(logs, self._keras_order())
 
+    @_distributed.in_model_scope
     def predict(self, x: Any, batch_size: Optional[int] = None, verbose: Any = "auto", steps: Optional[int] = None,
                 callbacks: Any = None) -> Any:
         """The model's outputs for `x`, batch by batch, joined into numpy arrays."""
@@ -436,6 +444,7 @@ class Model(Layer):
             raise ValueError("predict: the data has no samples")
         return _data.concat(parts)
 
+    @_distributed.in_model_scope
     def train_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, class_weight: Any = None,
                        reset_metrics: bool = True, return_dict: bool = False) -> Any:
         """One `train_step` on the given batch; returns the loss (and metrics)."""
@@ -454,6 +463,7 @@ class Model(Layer):
             logs = _floats(self.make_train_function()(*((x, y) if w is None else (x, y, w))))
         return logs if return_dict else _cu.ordered_values(logs, self._keras_order())
 
+    @_distributed.in_model_scope
     def test_on_batch(self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False) -> Any:
         self._require_compiled("test_on_batch")
         x, y, w = _data._numpy(x), _data._numpy(y), _data._numpy(sample_weight)
@@ -462,6 +472,7 @@ class Model(Layer):
         logs = _floats(self.make_test_function()(*((x, y) if w is None else (x, y, w))))
         return logs if return_dict else _cu.ordered_values(logs, self._keras_order())
 
+    @_distributed.in_model_scope
     def predict_on_batch(self, x: Any) -> Any:
         x = _data._numpy(x)
         self._build_from(x)

@@ -36,7 +36,8 @@ def _read_infer(specs, attrs):
 
 
 def _read_kernel(var, dtype):
-    value = var._value
+    mirrors = var._mirrors
+    value = var._value if mirrors is None else mirrors.read(var)
     if value is None:
         raise FailedPreconditionError(
             f"variable {var.name} is read before it was initialised: it is initialised from a "
@@ -116,6 +117,8 @@ class Variable(TensorConvertible):
     _captured_as_resource = True  # graphs capture a variable as a resource placeholder
     _uid_lock = threading.Lock()
     _device_name = CPU0
+    _mirrors: Any = None   # state.mirrors.Mirrors: copies on other devices (MirroredStrategy over GPUs)
+    _version = 0           # bumped by every update, so stale mirror copies are refreshed
     # A host ndarray, a device array (duck-typed like one), or None until the graph assigns a
     # pending symbolic initial value.
     _value: Any
@@ -235,6 +238,7 @@ class Variable(TensorConvertible):
             raise InvalidArgumentError(f"cannot assign a value of shape {format_dims(value.shape)} to "
                                        f"variable {self._name} of shape {format_dims(self._shape)}")
         self._value = value
+        self._version += 1
 
     # -- reading ------------------------------------------------------------------------
     def numpy(self):
@@ -248,6 +252,10 @@ class Variable(TensorConvertible):
 
     def read_value(self) -> Tensor:
         if context._state.graph is None and not registry.tape_active:
+            mirrors = self._mirrors
+            if mirrors is not None:  # a copy per device: the one on this thread's device
+                device = mirrors.device_for_read(self)
+                return EagerTensor(mirrors.value_on(self, device), self._dtype, device)
             return EagerTensor(_read_kernel(self, self._dtype), self._dtype, self._device_name)
         return apply("ReadVariableOp", [self], {"dtype": self._dtype, "_shape": self._shape},
                      name="ReadVariableOp")[0]

@@ -19,11 +19,11 @@ CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 def fresh_devices():
     gc.collect()
     devices._reset_for_tests()
-    device_memory._current = None
+    device_memory._current.mem = None
     yield
     gc.collect()
     devices._reset_for_tests()
-    device_memory._current = None
+    device_memory._current.mem = None
 
 
 def test_discovery():
@@ -127,7 +127,7 @@ def test_memory_growth_decides_whether_freed_blocks_are_kept():
     kept = reserved_after_free()  # default (TF's): freed blocks stay cached for reuse
     assert kept["current"] == 0 and kept["reserved"] >= 256 * 4
     devices._reset_for_tests()
-    device_memory._current = None
+    device_memory._current.mem = None
     jf.config.experimental.set_memory_growth(jf.config.list_physical_devices("GPU")[0], True)
     grown = reserved_after_free()  # growth: freed blocks go back to the driver
     assert grown["current"] == 0 and grown["reserved"] == 0

@@ -1,6 +1,7 @@
 """Run under mpiexec by tests/distribute/test_multi_worker.py: one worker of a training job.
 
     mpiexec -n 2 python mpi_worker.py train OUT.npz [--traced]
+    mpiexec -n 2 python mpi_worker.py keras OUT ROWS          (writes OUT.<rank>.npz)
     mpiexec -n 2 python mpi_worker.py die-after-steps N [kill|exit]   (rank 1 dies at step N)
     mpiexec -n 2 python mpi_worker.py raise-on-rank1
     mpiexec -n 2 python mpi_worker.py twice
@@ -30,7 +31,8 @@ def main(argv):
     rank = strategy.cluster_resolver.task_id
     if mode == "train":
         traced = "--traced" in argv
-        weights, losses, iterations = _models.train(strategy, traced)
+        weights, losses, iterations = _models.train(strategy, traced, clip="--clip" in argv)
+        say(f"worker {rank} started {strategy.communicator._ticket} all-reduces during the backward pass")
         ckpt_dir = os.environ.get("CKPT_DIR")
         if ckpt_dir:  # each worker names its own directory: only the chief's may be written
             with strategy.scope():
@@ -77,6 +79,55 @@ def main(argv):
                 step += 1
                 if rank == 0 and step % 5 == 0:
                     say(f"worker 0 step {step}")
+    elif mode == "keras":  # Keras fit/evaluate/predict in the strategy's scope; every worker writes its view
+        weights, history, evaluated, predicted = _models.keras_fit(
+            strategy, rows=int(argv[3]), seed=None if os.environ.get("NO_SEED") else 7)
+        np.savez(f"{argv[2]}.{rank}.npz", *weights, predicted=predicted, replicas=strategy.num_replicas_in_sync,
+                 **{f"history_{k}": np.array(v) for k, v in history.items()},
+                 **{f"eval_{k}": np.array(v) for k, v in evaluated.items()})
+        if os.environ.get("NO_SEED"):  # the seed fit shuffles with when none is set: the chief's, on every worker
+            from jitflow.runtime.distribute.keras_support import shuffle_seed
+            say(f"worker {rank} shuffle seed {shuffle_seed(strategy, None)}")
+        say(f"worker {rank} done")
+    elif mode == "profiled":  # trains until LOGDIR/stop appears; worker 1 is slow ("straggler") or retraces
+        import time
+        logdir, variant = argv[2], argv[3]
+        jf.profiler.experimental.server.start_worker(logdir)
+        writer = jf.summary.create_file_writer(jf.distribute.worker_logdir(logdir))
+        with strategy.scope():
+            model = _models.MLP()
+            optimizer = jf.optimizers.SGD(0.01)
+
+        def step_fn(x, y):
+            with jf.GradientTape() as tape:
+                loss = jf.reduce_mean(jf.square(model(x) - y))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        @jf.function
+        def train_step(x, y):
+            return strategy.run(step_fn, args=(x, y))
+
+        rng = np.random.default_rng(rank)
+        deadline = time.monotonic() + 120
+        step = 0
+        with writer.as_default(step=0):
+            while True:  # the workers agree when to stop (one could see the stop file a step before the other)
+                stop = os.path.exists(os.path.join(logdir, "stop")) or time.monotonic() > deadline
+                if any(strategy.communicator.allgather_object(stop, "agreeing to stop")):
+                    break
+                rows = 8 + (step % 4 if variant == "shapes" and rank == 1 else 0)   # worker 1: other shapes
+                x = rng.normal(size=(rows, 3)).astype(np.float32)
+                with jf.profiler.experimental.Trace("train", step_num=step, _r=1):
+                    if variant == "straggler" and rank == 1:
+                        time.sleep(0.03)          # a slow worker: the other waits for it in the all-reduce
+                    train_step(x, x[:, :1])
+                step += 1
+                if step == 3:
+                    say(f"worker {rank} training")
+        writer.close()
+        say(f"worker {rank} done after {step} steps")
     elif mode == "raise-on-rank1":
         with strategy.scope():
             v = jf.Variable([1.0, 2.0])

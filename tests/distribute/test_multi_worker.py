@@ -35,11 +35,17 @@ def one_replica():
     return _models.train(jf.distribute.MirroredStrategy(["/cpu:0"]), traced=True)
 
 
+@pytest.mark.parametrize("clip", [False, True], ids=["overlapped", "clipped"])
 @pytest.mark.parametrize("traced", [True, False], ids=["jf.function", "eager"])
-def test_two_workers_train_like_one_replica(one_replica, tmp_path, traced):
+def test_two_workers_train_like_one_replica(one_replica, tmp_path, traced, clip):
     out = tmp_path / "weights.npz"
-    proc, _ = mpirun("train", str(out), *(["--traced"] if traced else []), env={"CKPT_DIR": str(tmp_path / "ckpt")})
+    proc, _ = mpirun("train", str(out), *(["--traced"] if traced else []), *(["--clip"] if clip else []),
+                     env={"CKPT_DIR": str(tmp_path / "ckpt")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the tape started the gradients' all-reduces as they became final (one bucket per step: a small model);
+    # clipped gradients are other tensors: apply_gradients all-reduces those, the started ones are dropped
+    started = {line.split()[3] for line in proc.stdout.splitlines() if "during the backward pass" in line}
+    assert started == {str(_models.STEPS)}, proc.stdout
     got = np.load(out)
     assert int(got["replicas"]) == 2 and int(got["iterations"]) == _models.STEPS
     weights, losses, _ = one_replica
