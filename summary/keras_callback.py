@@ -16,6 +16,10 @@ Layout under `log_dir` (TF 2 with Keras 3, checked against TensorFlow in the tes
 - `validation/`: `epoch_loss`, `epoch_<metric>` after each validation pass (step =
   epoch) and `evaluation_<name>_vs_iterations` (step = optimizer iterations).
 
+In a multi-worker job the chief writes this layout under `log_dir` and every other worker
+under `log_dir/worker_<rank>` (TensorBoard then shows one run per worker beside the job's,
+and no two processes append to one event file).
+
 It lives here, not in `jitflow.runtime.keras`, because it writes event files and traces
 (the runtime never imports the summary or tracer packages); `jf.keras.callbacks`
 re-exports it.
@@ -29,6 +33,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 from tensorboard.compat.proto import summary_pb2
 
+from jitflow.runtime.distribute import logdirs as _logdirs
 from jitflow.runtime.keras.callbacks import Callback
 from jitflow.summary import keras_embeddings as _embeddings
 from jitflow.summary import trace as _trace
@@ -93,8 +98,6 @@ class TensorBoard(Callback):
         self.write_steps_per_second = write_steps_per_second
         self.update_freq = 1 if update_freq == "batch" else update_freq
         self._profile_start, self._profile_stop = _profile_range(profile_batch)
-        self._train_dir = os.path.join(self.log_dir, "train")
-        self._val_dir = os.path.join(self.log_dir, "validation")
         self._writers: Dict[str, Any] = {}
         self._global_batch = 0
         self._tracing: Optional[str] = None   # "profile" or "graph" while a capture is on
@@ -102,6 +105,23 @@ class TensorBoard(Callback):
         self._batch_start = 0.0
 
     # -- writers -------------------------------------------------------------------------------------
+    @property
+    def _run_dir(self) -> str:
+        """`log_dir` on the chief (and without a multi-worker strategy); `log_dir/worker_<rank>`
+        on the other workers of an MPI job, so workers never write into one another's files and
+        TensorBoard shows each as its own run beside the job's."""
+        if _logdirs.is_chief():
+            return self.log_dir
+        return _logdirs.worker_logdir(self.log_dir)
+
+    @property
+    def _train_dir(self) -> str:
+        return os.path.join(self._run_dir, "train")
+
+    @property
+    def _val_dir(self) -> str:
+        return os.path.join(self._run_dir, "validation")
+
     def _writer(self, which: str) -> Any:
         w = self._writers.get(which)
         if w is None:
@@ -124,7 +144,7 @@ class TensorBoard(Callback):
         if self.write_graph and self._describable():
             self._write_model_config()
         if self.embeddings_freq:
-            _embeddings.configure(self.model, self.log_dir, self._train_dir, self.embeddings_metadata)
+            _embeddings.configure(self.model, self._run_dir, self._train_dir, self.embeddings_metadata)
 
     def on_train_batch_begin(self, batch, logs=None):
         self._global_batch += 1

@@ -66,7 +66,8 @@ def keras_data(rows: int = 40, seed: int = 2):
     return x, y
 
 
-def keras_fit(strategy, epochs: int = 2, batch_size: int = 10, rows: int = 40, seed=7, run_eagerly=False):
+def keras_fit(strategy, epochs: int = 2, batch_size: int = 10, rows: int = 40, seed=7, run_eagerly=False,
+              callbacks=None):
     """Build, compile and fit a small Keras model in `strategy.scope()` on fixed data.
 
     Returns (weights, history dict, evaluate dict, predictions). The shuffling and the weights
@@ -78,7 +79,7 @@ def keras_fit(strategy, epochs: int = 2, batch_size: int = 10, rows: int = 40, s
                                      jf.keras.layers.Dense(1, activation="sigmoid")])
         model.compile(jf.keras.optimizers.SGD(0.2, momentum=0.9), "binary_crossentropy",
                       metrics=["binary_accuracy"], run_eagerly=run_eagerly)
-    history = model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0, shuffle=True)
+    history = model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0, shuffle=True, callbacks=callbacks)
     evaluated = model.evaluate(x, y, batch_size=batch_size, verbose=0, return_dict=True)
     predicted = model.predict(x, batch_size=batch_size, verbose=0)
     return [w.numpy() for w in model.trainable_variables], history.history, evaluated, predicted

@@ -80,8 +80,9 @@ def main(argv):
                 if rank == 0 and step % 5 == 0:
                     say(f"worker 0 step {step}")
     elif mode == "keras":  # Keras fit/evaluate/predict in the strategy's scope; every worker writes its view
+        board = [jf.keras.callbacks.TensorBoard(os.environ["TB_LOGDIR"])] if os.environ.get("TB_LOGDIR") else None
         weights, history, evaluated, predicted = _models.keras_fit(
-            strategy, rows=int(argv[3]), seed=None if os.environ.get("NO_SEED") else 7)
+            strategy, rows=int(argv[3]), seed=None if os.environ.get("NO_SEED") else 7, callbacks=board)
         np.savez(f"{argv[2]}.{rank}.npz", *weights, predicted=predicted, replicas=strategy.num_replicas_in_sync,
                  **{f"history_{k}": np.array(v) for k, v in history.items()},
                  **{f"eval_{k}": np.array(v) for k, v in evaluated.items()})

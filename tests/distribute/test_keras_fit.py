@@ -102,7 +102,8 @@ MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable) + os.path
 def test_two_mpi_workers_fit_like_one_replica(one_replica, tmp_path, seeded):
     pytest.importorskip("mpi4py", reason="MultiWorkerMirroredStrategy needs mpi4py: pip install 'jitflow[mpi]'")
     out = tmp_path / "keras"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", **({} if seeded else {"NO_SEED": "1"})}
+    board = tmp_path / "board"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **({"TB_LOGDIR": str(board)} if seeded else {"NO_SEED": "1"})}
     proc = subprocess.run([MPIEXEC, "-n", "2", sys.executable, os.path.join(HERE, "mpi_worker.py"), "keras",
                            str(out), str(ROWS)], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -117,10 +118,22 @@ def test_two_mpi_workers_fit_like_one_replica(one_replica, tmp_path, seeded):
     assert_same_training(views[1], views[0])          # every worker holds the same weights and global metrics
     if seeded:
         assert_same_training(views[0], one_replica)   # and they are one replica's on the same global batches
+        # the TensorBoard callback: the chief writes Keras's layout under log_dir, worker 1 its own run
+        assert _epoch_losses(board / "train") == pytest.approx(views[0][1]["loss"], rel=1e-6)
+        assert _epoch_losses(board / "worker_1" / "train") == pytest.approx(views[1][1]["loss"], rel=1e-6)
+        assert not (board / "worker_0").exists()
     else:  # unseeded: the chief's weights and one shared shuffle; it trained (a worker on its own would not agree)
         assert views[0][1]["loss"][-1] < views[0][1]["loss"][0]
         seeds = {line.split()[-1] for line in proc.stdout.splitlines() if "shuffle seed" in line}
         assert len(seeds) == 1, proc.stdout                                 # both workers printed the same one
+
+
+def _epoch_losses(run_dir):
+    from tensorboard.backend.event_processing import event_accumulator
+    from tensorboard.util import tensor_util
+    acc = event_accumulator.EventAccumulator(str(run_dir), size_guidance={"tensors": 0})
+    acc.Reload()
+    return [float(tensor_util.make_ndarray(e.tensor_proto)) for e in acc.Tensors("epoch_loss")]
 
 
 def _multi_output_fit(strategy):
