@@ -35,6 +35,13 @@ class CompositeTensor:
     def _needs_probe(self) -> bool:
         return False
 
+    # A composite that can be a `jf.function` argument or result returns its type spec here
+    # (TF's `TypeSpec`): a hashable value with `_component_specs()` (TensorSpecs of the
+    # components, e.g. a SparseTensor's indices/values/dense_shape) and
+    # `_from_components(tensors)`. Functions key their cache on the spec, not on identity.
+    # None (the default, TensorArray's case) keys the object by identity.
+    _type_spec: Any = None
+
     def _complete(self, like: Any) -> "CompositeTensor":
         return self
 

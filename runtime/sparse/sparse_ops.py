@@ -1,0 +1,634 @@
+"""The `jf.sparse` ops: each one registered graph op (TF's op name) on the three components.
+
+Kernels work on numpy arrays in COO form and return indices in row-major (canonical)
+order, as TF's do for ordered inputs. They run eagerly and inside `jf.function` graphs
+(dataset `map` functions included). `to_dense` and `sparse_dense_matmul` have gradients
+(for the values and the dense operand), which is what training through sparse features needs.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.core.tensor import Tensor
+from jitflow.runtime.ops import array_ops as A
+from jitflow.runtime.ops.indexing_ops import gather
+from jitflow.runtime.ops import math_ops as M
+from jitflow.runtime.ops.constant_op import convert_to_tensor
+from jitflow.runtime.ops.registry import apply, gradient, not_differentiable, register
+from jitflow.runtime.sparse.sparse_tensor import Dims, SparseTensor, SparseTensorSpec
+
+_I64 = np.int64
+
+
+def _check(sp: Any, what: str) -> SparseTensor:
+    if not isinstance(sp, SparseTensor):
+        raise TypeError(f"{what}: expected a jf.sparse.SparseTensor; got {type(sp).__name__} {sp!r}")
+    return sp
+
+
+def _shape_of(dense_shape: np.ndarray) -> Tuple[int, ...]:
+    return tuple(int(d) for d in np.asarray(dense_shape).reshape(-1))
+
+
+def _linear(indices: np.ndarray, shape: Tuple[int, ...], what: str) -> np.ndarray:
+    """Row-major positions of `indices` in `shape`; InvalidArgumentError (TF's text) when out of bounds."""
+    indices = np.asarray(indices, dtype=_I64).reshape(-1, len(shape))
+    bad = np.nonzero(((indices < 0) | (indices >= np.asarray(shape, dtype=_I64))).any(axis=1))[0]
+    if bad.size:
+        i = int(bad[0])
+        raise InvalidArgumentError(f"{what}: indices[{i}] = {indices[i].tolist()} is out of bounds: need "
+                                   f"0 <= index < {list(shape)}")
+    if not shape:
+        return np.zeros(len(indices), dtype=_I64)
+    return np.ravel_multi_index(tuple(indices.T), shape).astype(_I64)
+
+
+def _unravel(linear: np.ndarray, shape: Tuple[int, ...]) -> np.ndarray:
+    if not shape:
+        return np.zeros((len(linear), 0), dtype=_I64)
+    return np.stack(np.unravel_index(linear, shape), axis=1).astype(_I64).reshape(-1, len(shape))
+
+
+def _sparse_out(indices: Tensor, values: Tensor, dense_shape: Tensor, dims: Dims) -> SparseTensor:
+    return SparseTensor._make(indices, values, dense_shape, dims)
+
+
+def _rank_spec(dims: Dims) -> Optional[int]:
+    return None if dims is None else len(dims)
+
+
+# -- to_dense ------------------------------------------------------------------------------
+def _to_dense_kernel(indices, dense_shape, values, default_value, validate_indices):
+    shape = _shape_of(dense_shape)
+    linear = _linear(indices, shape, "sparse.to_dense")
+    if validate_indices and linear.size > 1:
+        step = np.diff(linear)
+        bad = np.nonzero(step <= 0)[0]
+        if bad.size:
+            i = int(bad[0]) + 1
+            where = np.asarray(indices)[i].tolist()
+            if step[i - 1] == 0:
+                raise InvalidArgumentError(f"sparse.to_dense: indices[{i}] = {where} is repeated")
+            raise InvalidArgumentError(f"sparse.to_dense: indices[{i}] = {where} is out of order. Many sparse ops "
+                                       "require sorted indices. Use `jf.sparse.reorder` to create a correctly "
+                                       "ordered copy.")
+    values = np.asarray(values)
+    out = np.empty(int(np.prod(shape)) if shape else 1, dtype=values.dtype)
+    out[...] = np.asarray(default_value, dtype=values.dtype)
+    out[linear] = values
+    return out.reshape(shape)
+
+
+def _to_dense_infer(specs, attrs):
+    return [(attrs["_dims"], specs[2][1])]
+
+
+register("SparseToDense", _to_dense_infer, cpu=_to_dense_kernel, public_name="sparse.to_dense",
+         default_name="SparseToDense")
+
+
+def to_dense(sp_input: Any, default_value: Any = None, validate_indices: bool = True,
+             name: Optional[str] = None) -> Tensor:
+    """The dense tensor: `default_value` (0, or b"" for strings) where `sp_input` has no value.
+
+    >>> st = jf.sparse.SparseTensor([[0, 1], [1, 0]], [5.0, 6.0], [2, 2])
+    >>> jf.sparse.to_dense(st, default_value=-1.0).numpy().tolist()
+    [[-1.0, 5.0], [6.0, -1.0]]
+    """
+    sp = _check(sp_input, "sp_input")
+    dtype = sp.dtype
+    if default_value is None:
+        default_value = b"" if dtype is _dt.string else 0
+    default = convert_to_tensor(default_value, dtype=dtype)
+    return apply("SparseToDense", [sp.indices, sp.dense_shape, sp.values, default],
+                 {"validate_indices": bool(validate_indices), "_dims": sp._dims}, name=name)[0]
+
+
+@gradient("SparseToDense")
+def _to_dense_grad(rec, g):
+    indices = rec.inputs[0]
+    return [None, None, gather_nd(g, indices), M.reduce_sum(g) - M.reduce_sum(gather_nd(g, indices))]
+
+
+# -- gather_nd (the values' gradient of to_dense) ---------------------------------------------
+def _gather_nd_kernel(params, indices):
+    params = np.asarray(params)
+    indices = np.asarray(indices, dtype=_I64)
+    k = indices.shape[-1]
+    _linear(indices.reshape(-1, k), params.shape[:k], "gather_nd")
+    return params[tuple(np.moveaxis(indices, -1, 0))]
+
+
+def _gather_nd_infer(specs, attrs):
+    (pd, dtype), (idims, _) = specs
+    if pd is None or idims is None or idims[-1] is None:
+        return [(None, dtype)]
+    return [(idims[:-1] + pd[idims[-1]:], dtype)]
+
+
+register("GatherNd", _gather_nd_infer, cpu=_gather_nd_kernel, public_name="gather_nd", default_name="GatherNd")
+
+
+def gather_nd(params: Any, indices: Any, name: Optional[str] = None) -> Tensor:
+    """`params` at each index vector of `indices` (TF's `tf.gather_nd`, batch_dims=0)."""
+    return apply("GatherNd", [convert_to_tensor(params), convert_to_tensor(indices, dtype=_dt.int64)], name=name)[0]
+
+
+@gradient("GatherNd")
+def _gather_nd_grad(rec, g):
+    params, indices = rec.inputs
+    shape = A.shape(params, out_type=_dt.int64)
+    return [to_dense(_sparse_out(indices, g, shape, params._dims), validate_indices=False), None]
+
+
+# -- from_dense ----------------------------------------------------------------------------
+def _from_dense_kernel(x):
+    x = np.asarray(x)
+    mask = x != (b"" if x.dtype == object else 0)
+    return np.argwhere(mask).astype(_I64).reshape(-1, x.ndim), x[mask], np.asarray(x.shape, dtype=_I64)
+
+
+def _from_dense_infer(specs, attrs):
+    dims, dtype = specs[0]
+    rank = _rank_spec(dims)
+    return [((None, rank), _dt.int64), ((None,), dtype), ((rank,), _dt.int64)]
+
+
+register("SparseFromDense", _from_dense_infer, cpu=_from_dense_kernel, public_name="sparse.from_dense",
+         default_name="SparseFromDense")
+
+
+def from_dense(tensor: Any, name: Optional[str] = None) -> SparseTensor:
+    """A SparseTensor of the non-zero entries (non-empty strings) of `tensor`, in row-major order.
+
+    >>> st = jf.sparse.from_dense([[0, 3], [4, 0]])
+    >>> st.indices.numpy().tolist(), st.values.numpy().tolist()
+    ([[0, 1], [1, 0]], [3, 4])
+    """
+    x = convert_to_tensor(tensor)
+    indices, values, shape = apply("SparseFromDense", [x], name=name)
+    return _sparse_out(indices, values, shape, x._dims)
+
+
+# -- reorder, reshape, slice, transpose ---------------------------------------------------------
+def _reorder_kernel(indices, values, dense_shape):
+    shape = _shape_of(dense_shape)
+    order = np.argsort(_linear(indices, shape, "sparse.reorder"), kind="stable")
+    return np.asarray(indices, dtype=_I64).reshape(-1, len(shape))[order], np.asarray(values)[order]
+
+
+def _reorder_infer(specs, attrs):
+    return [(specs[0][0], _dt.int64), (specs[1][0], specs[1][1])]
+
+
+register("SparseReorder", _reorder_infer, cpu=_reorder_kernel, public_name="sparse.reorder",
+         default_name="SparseReorder")
+
+
+def reorder(sp_input: Any, name: Optional[str] = None) -> SparseTensor:
+    """The same sparse tensor with its indices in row-major order (what most sparse ops expect).
+
+    >>> st = jf.sparse.reorder(jf.sparse.SparseTensor([[1, 0], [0, 1]], [1, 2], [2, 2]))
+    >>> st.indices.numpy().tolist(), st.values.numpy().tolist()
+    ([[0, 1], [1, 0]], [2, 1])
+    """
+    sp = _check(sp_input, "sp_input")
+    indices, values = apply("SparseReorder", [sp.indices, sp.values, sp.dense_shape], name=name)
+    return _sparse_out(indices, values, sp.dense_shape, sp._dims)
+
+
+def _resolve_shape(old: Tuple[int, ...], new: Sequence[int], what: str) -> Tuple[int, ...]:
+    total = int(np.prod(old)) if old else 1
+    new = [int(d) for d in new]
+    unknown = [i for i, d in enumerate(new) if d == -1]
+    if len(unknown) > 1:
+        raise InvalidArgumentError(f"{what}: at most one dimension can be -1; got {new}")
+    known = int(np.prod([d for d in new if d != -1])) if new else 1
+    if unknown:
+        if known == 0 or total % known:
+            raise InvalidArgumentError(f"{what}: cannot infer the -1 in {new} for a SparseTensor with {total} "
+                                       "dense values")
+        new[unknown[0]] = total // known
+    if int(np.prod(new) if new else 1) != total:
+        raise InvalidArgumentError(f"{what}: Input to reshape is a SparseTensor with {total} dense values, but "
+                                   f"the requested shape has {int(np.prod(new))}")
+    return tuple(new)
+
+
+def _reshape_kernel(indices, dense_shape, new_shape):
+    old = _shape_of(dense_shape)
+    new = _resolve_shape(old, np.asarray(new_shape).reshape(-1).tolist(), "sparse.reshape")
+    return _unravel(_linear(indices, old, "sparse.reshape"), new), np.asarray(new, dtype=_I64)
+
+
+def _reshape_infer(specs, attrs):
+    rank = specs[2][0][0] if specs[2][0] else None
+    return [((None, rank), _dt.int64), ((rank,), _dt.int64)]
+
+
+register("SparseReshape", _reshape_infer, cpu=_reshape_kernel, public_name="sparse.reshape",
+         default_name="SparseReshape")
+
+
+def reshape(sp_input: Any, shape: Any, name: Optional[str] = None) -> SparseTensor:
+    """The same values in a sparse tensor of dense shape `shape` (one dim may be -1), row-major as `jf.reshape`.
+
+    >>> st = jf.sparse.reshape(jf.sparse.SparseTensor([[0, 1], [1, 2]], [1, 2], [2, 3]), [3, -1])
+    >>> st.indices.numpy().tolist(), st.shape
+    ([[0, 1], [2, 1]], TensorShape([3, 2]))
+    """
+    sp = _check(sp_input, "sp_input")
+    new = convert_to_tensor(shape, dtype=_dt.int64)
+    indices, out_shape = apply("SparseReshape", [sp.indices, sp.dense_shape, new], name=name)
+    dims: Dims = None
+    if new.__class__.__name__ == "EagerTensor" and sp._dims is not None and None not in sp._dims:
+        dims = _resolve_shape(sp._dims, np.asarray(new._value).reshape(-1).tolist(), "shape")  # type: ignore[arg-type]
+    elif out_shape._dims is not None and out_shape._dims[0] is not None:
+        dims = (None,) * out_shape._dims[0]
+    return _sparse_out(indices, sp.values, out_shape, dims)
+
+
+def _slice_kernel(indices, values, dense_shape, start, size):
+    shape = np.asarray(_shape_of(dense_shape), dtype=_I64)
+    start = np.asarray(start, dtype=_I64).reshape(-1)
+    size = np.asarray(size, dtype=_I64).reshape(-1)
+    if start.size != shape.size or size.size != shape.size:
+        raise InvalidArgumentError(f"sparse.slice: start and size need {shape.size} entries (the rank); got "
+                                   f"{start.size} and {size.size}")
+    out_shape = np.maximum(np.minimum(start + size, shape) - np.minimum(start, shape), 0)
+    indices = np.asarray(indices, dtype=_I64).reshape(-1, shape.size)
+    keep = ((indices >= start) & (indices < start + size)).all(axis=1)
+    return indices[keep] - start, np.asarray(values)[keep], out_shape
+
+
+def _slice_infer(specs, attrs):
+    return [(specs[0][0], _dt.int64), (specs[1][0], specs[1][1]), (specs[2][0], _dt.int64)]
+
+
+register("SparseSlice", _slice_infer, cpu=_slice_kernel, public_name="sparse.slice", default_name="SparseSlice")
+
+
+def slice(sp_input: Any, start: Any, size: Any, name: Optional[str] = None) -> SparseTensor:  # noqa: A001
+    """The entries in the box `[start, start + size)`, re-indexed from `start` (clipped to the dense shape).
+
+    >>> st = jf.sparse.SparseTensor([[0, 0], [1, 2], [2, 3]], [1, 2, 3], [3, 4])
+    >>> part = jf.sparse.slice(st, [1, 1], [2, 2])
+    >>> part.indices.numpy().tolist(), part.dense_shape.numpy().tolist()
+    ([[0, 1]], [2, 2])
+    """
+    sp = _check(sp_input, "sp_input")
+    indices, values, shape = apply("SparseSlice", [sp.indices, sp.values, sp.dense_shape,
+                                                   convert_to_tensor(start, dtype=_dt.int64),
+                                                   convert_to_tensor(size, dtype=_dt.int64)], name=name)
+    return _sparse_out(indices, values, shape, None if sp._dims is None else (None,) * len(sp._dims))
+
+
+def transpose(sp_input: Any, perm: Any = None, name: Optional[str] = None) -> SparseTensor:
+    """The sparse tensor with its dimensions permuted by `perm` (reversed by default), reordered.
+
+    >>> jf.sparse.transpose(jf.sparse.SparseTensor([[0, 2]], [7], [2, 3])).indices.numpy().tolist()
+    [[2, 0]]
+    """
+    sp = _check(sp_input, "sp_input")
+    if sp._dims is None:
+        raise ValueError("sp_input: transpose needs a SparseTensor of known rank")
+    rank = len(sp._dims)
+    order = list(range(rank))[::-1] if perm is None else [int(p) for p in perm]
+    if sorted(order) != list(range(rank)):
+        raise ValueError(f"perm: expected a permutation of {list(range(rank))}; got {order}")
+    indices = gather(sp.indices, order, axis=1)
+    shape = gather(sp.dense_shape, order)
+    dims = tuple(sp._dims[p] for p in order)
+    return reorder(_sparse_out(indices, sp.values, shape, dims), name=name)
+
+
+# -- add -------------------------------------------------------------------------------------
+def _add_kernel(a_indices, a_values, a_shape, b_indices, b_values, b_shape, thresh):
+    shape = _shape_of(a_shape)
+    if shape != _shape_of(b_shape):
+        raise InvalidArgumentError(f"sparse.add: Operands' shapes do not match: A.shape = {list(shape)} vs "
+                                   f"B.shape = {list(_shape_of(b_shape))}")
+    la = _linear(a_indices, shape, "sparse.add (a)")
+    lb = _linear(b_indices, shape, "sparse.add (b)")
+    a_values, b_values = np.asarray(a_values), np.asarray(b_values)
+    linear = np.concatenate([la, lb])
+    values = np.concatenate([a_values, b_values])
+    order = np.argsort(linear, kind="stable")
+    linear, values = linear[order], values[order]
+    first = np.ones(len(linear), dtype=bool)
+    first[1:] = linear[1:] != linear[:-1]
+    starts = np.nonzero(first)[0]
+    summed = np.add.reduceat(values, starts) if len(values) else values
+    both = np.diff(np.append(starts, len(values))) > 1
+    keep = ~both | (np.abs(summed) >= thresh)  # TF keeps a sum when thresh <= |sum|; single entries always
+    return _unravel(linear[starts][keep], shape), summed[keep], np.asarray(shape, dtype=_I64)
+
+
+def _add_infer(specs, attrs):
+    return [(specs[0][0] and (None, specs[0][0][1]), _dt.int64), ((None,), specs[1][1]), (specs[2][0], _dt.int64)]
+
+
+register("SparseAdd", _add_infer, cpu=_add_kernel, public_name="sparse.add", default_name="SparseAdd")
+
+
+def _dense_add_kernel(indices, values, dense_shape, dense):
+    dense = np.asarray(dense)
+    shape = _shape_of(dense_shape)
+    out = np.array(np.broadcast_to(dense, shape), dtype=np.result_type(dense, np.asarray(values)))
+    np.add.at(out.reshape(-1), _linear(indices, shape, "sparse.add"), values)
+    return out
+
+
+def _dense_add_infer(specs, attrs):
+    return [(attrs["_dims"], specs[1][1])]
+
+
+register("SparseTensorDenseAdd", _dense_add_infer, cpu=_dense_add_kernel, public_name="sparse.add",
+         default_name="SparseTensorDenseAdd")
+
+
+def add(a: Any, b: Any, threshold: Any = 0, name: Optional[str] = None) -> Any:
+    """`a + b`: sparse + sparse is sparse (a sum whose magnitude is below `threshold` is dropped),
+    sparse + dense (either order) is dense, as TF's `tf.sparse.add`.
+
+    >>> a = jf.sparse.SparseTensor([[0, 0], [1, 1]], [1.0, 2.0], [2, 2])
+    >>> b = jf.sparse.SparseTensor([[1, 1]], [3.0], [2, 2])
+    >>> jf.sparse.add(a, b).values.numpy().tolist()
+    [1.0, 5.0]
+    >>> jf.sparse.add(a, jf.ones([2, 2])).numpy().tolist()
+    [[2.0, 1.0], [1.0, 3.0]]
+    """
+    if not isinstance(a, SparseTensor):
+        a, b = b, a
+    a = _check(a, "a")
+    if isinstance(b, SparseTensor):
+        if b.dtype is not a.dtype:
+            raise TypeError(f"b: expected a SparseTensor of dtype {a.dtype.name} (a's); got {b.dtype.name}")
+        thresh = np.asarray(threshold.numpy() if hasattr(threshold, "numpy") else threshold).item()
+        indices, values, shape = apply("SparseAdd", [a.indices, a.values, a.dense_shape,
+                                                     b.indices, b.values, b.dense_shape],
+                                       {"thresh": thresh}, name=name)
+        dims = a._dims if a._dims is not None else b._dims
+        return _sparse_out(indices, values, shape, dims)
+    dense = convert_to_tensor(b, dtype=a.dtype)
+    return apply("SparseTensorDenseAdd", [a.indices, a.values, a.dense_shape, dense],
+                 {"_dims": a._dims}, name=name)[0]
+
+
+# -- elementwise with a dense tensor (SparseTensor * dense, / dense) -------------------------
+def _cwise_kernel(indices, values, dense_shape, dense, mode):
+    shape = _shape_of(dense_shape)
+    dense = np.asarray(dense)
+    if dense.ndim > len(shape):
+        raise InvalidArgumentError(f"SparseTensor {mode}: the dense operand (shape {list(dense.shape)}) must "
+                                   f"broadcast to the sparse shape {list(shape)}")
+    picked = np.broadcast_to(dense, shape).reshape(-1)[_linear(indices, shape, f"SparseTensor {mode}")]
+    values = np.asarray(values)
+    return (values * picked if mode == "mul" else values / picked).astype(values.dtype, copy=False)
+
+
+def _cwise_infer(specs, attrs):
+    return [(specs[1][0], specs[1][1])]
+
+
+register("SparseDenseCwiseOp", _cwise_infer, cpu=_cwise_kernel, public_name="sparse.cwise",
+         default_name="SparseDenseCwiseMul")
+
+
+def cwise(sp: SparseTensor, other: Any, mode: str) -> SparseTensor:
+    """`sp * dense` / `sp / dense`: a SparseTensor (the dense operand broadcast to `sp`'s positions)."""
+    if isinstance(other, SparseTensor):
+        raise TypeError(f"SparseTensor {mode}: the other operand must be dense (TF's rule); got a SparseTensor")
+    dense = convert_to_tensor(other, dtype=sp.dtype)
+    values = apply("SparseDenseCwiseOp", [sp.indices, sp.values, sp.dense_shape, dense], {"mode": mode})[0]
+    return sp.with_values(values)
+
+
+SparseTensor.__mul__ = lambda self, other: cwise(self, other, "mul")  # type: ignore[attr-defined]
+SparseTensor.__truediv__ = lambda self, other: cwise(self, other, "div")  # type: ignore[attr-defined]
+SparseTensor.__add__ = lambda self, other: add(self, other)  # type: ignore[attr-defined]
+SparseTensor.__radd__ = lambda self, other: add(self, other)  # type: ignore[attr-defined]
+SparseTensor.__neg__ = lambda self: self.with_values(M.negative(self.values))  # type: ignore[attr-defined]
+
+
+# -- reduce_sum ------------------------------------------------------------------------------
+def _axes(axis: Any, rank: int, what: str) -> Tuple[int, ...]:
+    if axis is None:
+        return tuple(range(rank))
+    items = [axis] if np.ndim(axis) == 0 else list(np.asarray(axis).reshape(-1))
+    out = []
+    for a in items:
+        a = int(a)
+        if not -rank <= a < rank:
+            raise InvalidArgumentError(f"{what}: axis {a} is out of range for a rank-{rank} SparseTensor")
+        out.append(a % rank)
+    return tuple(sorted(set(out)))
+
+
+def _reduce_sum_kernel(indices, values, dense_shape, axis, keepdims):
+    shape = _shape_of(dense_shape)
+    axes = _axes(axis, len(shape), "sparse.reduce_sum")
+    kept = [d for d in range(len(shape)) if d not in axes]
+    out_shape = tuple(shape[d] for d in kept)
+    values = np.asarray(values)
+    out = np.zeros(int(np.prod(out_shape)) if out_shape else 1, dtype=values.dtype)
+    linear = _linear(indices, shape, "sparse.reduce_sum")
+    full = _unravel(linear, shape)
+    target = np.ravel_multi_index(tuple(full[:, kept].T), out_shape) if kept else np.zeros(len(linear), dtype=_I64)
+    np.add.at(out, target, values)
+    out = out.reshape(out_shape)
+    if keepdims:
+        out = out.reshape(tuple(1 if d in axes else shape[d] for d in range(len(shape))))
+    return out
+
+
+def _reduce_sum_infer(specs, attrs):
+    dims = attrs["_dims"]
+    if dims is None:
+        return [(None, specs[1][1])]
+    axes = _axes(attrs["axis"], len(dims), "axis")
+    if attrs["keepdims"]:
+        return [(tuple(1 if d in axes else n for d, n in enumerate(dims)), specs[1][1])]
+    return [(tuple(n for d, n in enumerate(dims) if d not in axes), specs[1][1])]
+
+
+register("SparseReduceSum", _reduce_sum_infer, cpu=_reduce_sum_kernel, public_name="sparse.reduce_sum",
+         default_name="SparseReduceSum")
+
+
+def reduce_sum(sp_input: Any, axis: Any = None, keepdims: Optional[bool] = None, output_is_sparse: bool = False,
+               name: Optional[str] = None) -> Any:
+    """The sum over `axis` (all by default) as a dense tensor (`output_is_sparse=True`: a SparseTensor).
+
+    >>> st = jf.sparse.SparseTensor([[0, 0], [0, 2], [1, 1]], [1, 2, 3], [2, 3])
+    >>> jf.sparse.reduce_sum(st).numpy(), jf.sparse.reduce_sum(st, axis=1).numpy().tolist()
+    (np.int32(6), [3, 3])
+    """
+    sp = _check(sp_input, "sp_input")
+    axis = axis.numpy() if hasattr(axis, "numpy") else axis
+    axis_attr = None if axis is None else tuple(int(a) for a in np.asarray(axis).reshape(-1))
+    out = apply("SparseReduceSum", [sp.indices, sp.values, sp.dense_shape],
+                {"axis": axis_attr, "keepdims": bool(keepdims), "_dims": sp._dims}, name=name)[0]
+    return from_dense(out) if output_is_sparse else out
+
+
+# -- concat ----------------------------------------------------------------------------------
+def _concat_kernel(*parts, concat_dim, expand_nonconcat_dims):
+    groups = [parts[i:i + 3] for i in range(0, len(parts), 3)]
+    shapes = [_shape_of(s) for _, _, s in groups]
+    rank = len(shapes[0])
+    if any(len(s) != rank for s in shapes):
+        raise InvalidArgumentError(f"sparse.concat: all inputs must have the same rank; got shapes "
+                                   f"{[list(s) for s in shapes]}")
+    axis = concat_dim % rank if rank else 0
+    out_shape = list(shapes[0])
+    for k, s in enumerate(shapes[1:], 1):
+        for d in range(rank):
+            if d != axis and s[d] != out_shape[d]:
+                if not expand_nonconcat_dims:
+                    raise InvalidArgumentError(
+                        f"sparse.concat: input {k} has shape {list(s)}; dimension {d} must be {out_shape[d]} "
+                        "(the first input's) unless expand_nonconcat_dims=True")
+                out_shape[d] = max(out_shape[d], s[d])
+    offset = 0
+    all_indices, all_values = [], []
+    for (ind, val, _), s in zip(groups, shapes):
+        ind = np.array(ind, dtype=_I64).reshape(-1, rank)
+        _linear(ind, s, "sparse.concat")
+        ind[:, axis] += offset
+        offset += s[axis]
+        all_indices.append(ind)
+        all_values.append(np.asarray(val))
+    out_shape[axis] = offset
+    indices = np.concatenate(all_indices)
+    values = np.concatenate(all_values)
+    order = np.argsort(_linear(indices, tuple(out_shape), "sparse.concat"), kind="stable")
+    return indices[order], values[order], np.asarray(out_shape, dtype=_I64)
+
+
+def _concat_infer(specs, attrs):
+    return [(specs[0][0], _dt.int64), ((None,), specs[1][1]), (specs[2][0], _dt.int64)]
+
+
+register("SparseConcat", _concat_infer, cpu=_concat_kernel, public_name="sparse.concat", default_name="SparseConcat")
+
+
+def concat(axis: int, sp_inputs: Sequence[Any], expand_nonconcat_dims: bool = False,
+           name: Optional[str] = None) -> SparseTensor:
+    """Concatenate SparseTensors along `axis` (other dims equal, or the largest with
+    `expand_nonconcat_dims=True`); the result is in row-major order.
+
+    >>> a = jf.sparse.SparseTensor([[0, 2], [1, 0]], [1, 2], [2, 3])
+    >>> b = jf.sparse.SparseTensor([[0, 1]], [3], [2, 4])
+    >>> c = jf.sparse.concat(1, [a, b])
+    >>> c.indices.numpy().tolist(), c.values.numpy().tolist(), c.shape
+    ([[0, 2], [0, 4], [1, 0]], [1, 3, 2], TensorShape([2, 7]))
+    """
+    inputs = [_check(s, f"sp_inputs[{i}]") for i, s in enumerate(sp_inputs)]
+    if not inputs:
+        raise ValueError("sp_inputs: expected at least one SparseTensor; got none")
+    if len({s.dtype for s in inputs}) > 1:
+        raise TypeError(f"sp_inputs: all must have one dtype; got {[s.dtype.name for s in inputs]}")
+    flat = [t for s in inputs for t in (s.indices, s.values, s.dense_shape)]
+    indices, values, shape = apply("SparseConcat", flat, {"concat_dim": int(axis),
+                                                          "expand_nonconcat_dims": bool(expand_nonconcat_dims)},
+                                   name=name)
+    return _sparse_out(indices, values, shape, _concat_dims([s._dims for s in inputs], int(axis),
+                                                            bool(expand_nonconcat_dims)))
+
+
+def _concat_dims(all_dims: List[Dims], axis: int, expand: bool) -> Dims:
+    if any(d is None or None in d for d in all_dims):
+        ranks = {len(d) for d in all_dims if d is not None}
+        return (None,) * ranks.pop() if len(ranks) == 1 else None
+    first = all_dims[0]
+    assert first is not None
+    rank = len(first)
+    a = axis % rank
+    out = []
+    for d in range(rank):
+        col = [dims[d] for dims in all_dims]  # type: ignore[index]
+        out.append(sum(col) if d == a else (max(col) if expand else col[0]))
+    return tuple(out)
+
+
+# -- sparse_dense_matmul ---------------------------------------------------------------------
+def _matmul_kernel(a_indices, a_values, a_shape, b, adjoint_a, adjoint_b):
+    shape = _shape_of(a_shape)
+    if len(shape) != 2:
+        raise InvalidArgumentError(f"sparse_dense_matmul: sp_a must be a matrix; got dense shape {list(shape)}")
+    _linear(a_indices, shape, "sparse_dense_matmul")
+    b = np.asarray(b)
+    if b.ndim != 2:
+        raise InvalidArgumentError(f"sparse_dense_matmul: b must be a matrix; got shape {list(b.shape)}")
+    indices = np.asarray(a_indices, dtype=_I64).reshape(-1, 2)
+    values = np.asarray(a_values)
+    rows, cols = indices[:, 0], indices[:, 1]
+    m, k = shape
+    if adjoint_a:
+        rows, cols, m, k = cols, rows, k, m
+        values = np.conj(values)
+    if adjoint_b:
+        b = np.conj(b).T
+    if b.shape[0] != k:
+        raise InvalidArgumentError(f"sparse_dense_matmul: Cannot multiply A and B because inner dimension does "
+                                   f"not match: {k} vs. {b.shape[0]}")
+    out = np.zeros((m, b.shape[1]), dtype=np.result_type(values, b))
+    np.add.at(out, rows, values[:, None] * b[cols])
+    return out
+
+
+def _matmul_infer(specs, attrs):
+    dims = attrs["_dims"]
+    bd = specs[3][0]
+    m = None if dims is None else dims[1 if attrs["adjoint_a"] else 0]
+    n = None if bd is None else bd[0 if attrs["adjoint_b"] else 1]
+    return [((m, n), specs[3][1])]
+
+
+register("SparseTensorDenseMatMul", _matmul_infer, cpu=_matmul_kernel, public_name="sparse.sparse_dense_matmul",
+         default_name="SparseTensorDenseMatMul")
+
+
+def sparse_dense_matmul(sp_a: Any, b: Any, adjoint_a: bool = False, adjoint_b: bool = False,
+                        name: Optional[str] = None) -> Tensor:
+    """The dense product `sp_a @ b` of a sparse and a dense matrix (TF's `tf.sparse.sparse_dense_matmul`).
+
+    >>> sp = jf.sparse.SparseTensor([[0, 1], [1, 0]], [2.0, 3.0], [2, 2])
+    >>> jf.sparse.sparse_dense_matmul(sp, [[1.0, 0.0], [0.0, 1.0]]).numpy().tolist()
+    [[0.0, 2.0], [3.0, 0.0]]
+    """
+    if isinstance(b, SparseTensor) and not isinstance(sp_a, SparseTensor):  # dense @ sparse: (b^T a^T)^T
+        out = sparse_dense_matmul(b, sp_a, adjoint_a=not adjoint_b, adjoint_b=not adjoint_a)
+        return A.transpose(out)
+    sp = _check(sp_a, "sp_a")
+    dense = convert_to_tensor(b, dtype=sp.dtype)
+    return apply("SparseTensorDenseMatMul", [sp.indices, sp.values, sp.dense_shape, dense],
+                 {"adjoint_a": bool(adjoint_a), "adjoint_b": bool(adjoint_b), "_dims": sp._dims}, name=name)[0]
+
+
+@gradient("SparseTensorDenseMatMul")
+def _matmul_grad(rec, g):
+    indices, values, shape, b = rec.inputs
+    adj_a, adj_b = rec.attrs["adjoint_a"], rec.attrs["adjoint_b"]
+    sp = _sparse_out(indices, values, shape, rec.attrs["_dims"])
+    grad_b = sparse_dense_matmul(sp, g, adjoint_a=not adj_a)  # A'^T g, the gradient of B' = adj_b ? b^T : b
+    if adj_b:
+        grad_b = A.transpose(grad_b)
+    b_eff = A.transpose(b) if adj_b else b  # [k, n]
+    rows = gather(indices, 1 if adj_a else 0, axis=1)
+    cols = gather(indices, 0 if adj_a else 1, axis=1)
+    grad_values = M.reduce_sum(M.multiply(gather(g, rows), gather(b_eff, cols)), axis=1)
+    return [None, grad_values, None, grad_b]
+
+
+not_differentiable("SparseFromDense", "SparseReorder", "SparseReshape", "SparseSlice", "SparseAdd",
+                   "SparseTensorDenseAdd", "SparseDenseCwiseOp", "SparseReduceSum", "SparseConcat")
+
+
+__all__ = ["SparseTensor", "SparseTensorSpec", "add", "concat", "from_dense", "reduce_sum", "reorder", "reshape",
+           "slice", "sparse_dense_matmul", "to_dense", "transpose"]
