@@ -274,10 +274,10 @@ def _parse_batch(serialized, specs) -> List[np.ndarray]:
             fill = default[1].reshape(-1)[0]
         column = columns[j]
         out[j] = _pad_stack(column, fill) if column else np.empty((0, 0) + shape, dtype=dtype.as_numpy_dtype)
-    flat: List[np.ndarray] = []
+    outputs: List[np.ndarray] = []
     for arr in out:
-        flat.extend(arr if isinstance(arr, list) else [arr])
-    return flat
+        outputs.extend(arr if isinstance(arr, list) else [arr])
+    return outputs
 
 
 def _parse_infer(specs, attrs):

@@ -44,7 +44,7 @@ def _linear(indices: np.ndarray, shape: Tuple[int, ...], what: str) -> np.ndarra
                                    f"0 <= index < {list(shape)}")
     if not shape:
         return np.zeros(len(indices), dtype=_I64)
-    return np.ravel_multi_index(tuple(indices.T), shape).astype(_I64)
+    return np.asarray(np.ravel_multi_index(tuple(indices.T), shape), dtype=_I64)
 
 
 def _unravel(linear: np.ndarray, shape: Tuple[int, ...]) -> np.ndarray:

@@ -140,8 +140,8 @@ class SparseTensor(CompositeTensor):
         if dense_shape.__class__ is EagerTensor:  # the static shape is the constant value, as TF's
             dims = tuple(int(d) for d in np.asarray(dense_shape._value).reshape(-1))
         elif dims is None:
-            rank = r_s if r_s is not None else r_i
-            dims = None if rank is None else (None,) * rank
+            known = r_s if r_s is not None else r_i
+            dims = None if known is None else (None,) * known
         self._dims: Dims = dims
 
     # -- TF's attributes ------------------------------------------------------------------
