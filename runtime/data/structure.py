@@ -165,8 +165,13 @@ def with_dims(spec: TensorSpec, dims: Any) -> TensorSpec:
 
 
 def to_tensors(template: Any, flat: Sequence[np.ndarray], dtypes: Sequence[_dt.DType]) -> Any:
-    """The user-facing element: `template` filled with eager tensors."""
-    return pack(template, [EagerTensor(a, d) for a, d in zip(flat, dtypes)])
+    """The user-facing element: `template` filled with eager tensors (datasets for window elements)."""
+    return pack(template, [a[()] if d is _dt.variant else EagerTensor(a, d) for a, d in zip(flat, dtypes)])
+
+
+def has_datasets(template: Any) -> bool:
+    """True when some element component is a dataset (a window)."""
+    return any(s._dtype is _dt.variant for s in flatten(template))
 
 
 def to_numpy(template: Any, flat: Sequence[np.ndarray]) -> Any:

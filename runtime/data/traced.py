@@ -32,6 +32,9 @@ class TracedFunction:
     def __init__(self, fn: Callable, template: Any, what: str, *, unpack_tuples: bool = True) -> None:
         if not callable(fn):
             raise TypeError(f"{what}: expected a callable; got {type(fn).__name__}")
+        if _s.has_datasets(template):
+            raise TypeError(f"{what}: the elements are datasets (from window or group_by_window); use flat_map "
+                            "or interleave, whose function receives the datasets in Python")
         self.what = what
         self.out_template: Any = None
         in_specs = [TensorSpec(s._dims, s._dtype) for s in _s.spec_leaves(template)]
