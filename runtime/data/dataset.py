@@ -118,6 +118,9 @@ class Dataset(abc.ABC):
     def _iter_flat(self, prefix: str = "Iterator::Root") -> Iterator[Element]:
         if prefix == "Iterator::Root":  # a new pipeline: every node sees its merged options
             self._configure(self.options())
+        return self._iter_node(prefix)
+
+    def _iter_node(self, prefix: str) -> Iterator[Element]:
         name = f"{prefix}::{self._kind}"
         it = self._gen(name)
         if instrument.enabled:

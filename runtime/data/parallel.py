@@ -12,12 +12,13 @@ import collections
 import os
 import queue
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Callable, Generator, Iterator, List, Optional, Tuple
 
 from jitflow.runtime.data import structure as _s
-from jitflow.runtime.data.dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset, Element, register
+from jitflow.runtime.data.dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset, DatasetSpec, Element, register
 from jitflow.runtime.data.traced import TracedFunction
+from jitflow.runtime.data.windows import ElementsDataset
 
 
 def cores() -> int:
@@ -85,7 +86,8 @@ class ParallelMapDataset(Dataset):
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _take(self, pending: "collections.deque[Future]", deterministic: bool) -> Element:
-        if not deterministic:  # the first finished, not the oldest
+        if not deterministic:  # the first finished (waiting for one if none is), not the oldest
+            wait(pending, return_when=FIRST_COMPLETED)
             for f in pending:
                 if f.done():
                     pending.remove(f)
@@ -202,6 +204,14 @@ class InterleaveDataset(Dataset):
     def _open_template(self) -> Dataset:
         # map_func returns datasets, which need concrete values, so the output structure
         # comes from opening the dataset of the first input element (opening reads nothing).
+        template = self._input._template
+        if _s.has_datasets(template) and all(isinstance(leaf, DatasetSpec) for leaf in _s.flatten(template)):
+            # Window elements: empty windows of the same structure say what map_func builds.
+            element = _s.map_structure(lambda spec: ElementsDataset(spec.element_spec, []), template)
+            args = element if isinstance(element, tuple) and not hasattr(element, "_fields") else (element,)
+            ds = self._map_func(*args)
+            if isinstance(ds, Dataset):
+                return ds
         for flat in self._input._iter_flat("Iterator::Probe"):
             return self._open(flat)
         raise ValueError("interleave: the input dataset is empty, so the element structure of the "

@@ -16,6 +16,7 @@ import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.core.shapes import relax
 from jitflow.runtime.core.tensor import EagerTensor, TensorSpec
 from jitflow.runtime.ops import array_ops, math_ops
 from jitflow.runtime.ops.constant_op import constant
@@ -130,7 +131,7 @@ class GroupByWindowDataset(Dataset):
     _kind = "GroupByWindow"
 
     def __init__(self, input_ds: Dataset, key_func: Callable, reduce_func: Callable, window_size: Any,
-                 window_size_func: Optional[Callable]) -> None:
+                 window_size_func: Optional[Callable], template: Any = None) -> None:
         if (window_size is None) == (window_size_func is None):
             raise ValueError("group_by_window: give exactly one of window_size and window_size_func")
         if not callable(reduce_func):
@@ -144,10 +145,19 @@ class GroupByWindowDataset(Dataset):
             self._size_fn = TracedFunction(window_size_func, TensorSpec((), _dt.int64), "window_size_func")
             _scalar_key(self._size_fn, "window_size_func")
         self._reduce_func = reduce_func
-        # The output structure: reduce_func applied to an empty window (datasets are built
-        # lazily, so this runs no input).
-        probe = self._reduce(0, [])
-        super().__init__(probe._template, [input_ds])
+        if template is None:
+            template = self._probe_template()
+        super().__init__(template, [input_ds])
+
+    def _probe_template(self) -> Any:
+        """The output structure: reduce_func applied to empty windows (datasets are built lazily,
+        so this reads no input) for keys 0 and 1, dims that differ relaxed to None. TF traces
+        reduce_func with a symbolic key; a dim that depends on the key is unknown there too."""
+        first, second = self._reduce(0, [])._template, self._reduce(1, [])._template
+        a, b = _s.spec_leaves(first), _s.spec_leaves(second)
+        if len(a) != len(b) or any(x._dtype is not y._dtype for x, y in zip(a, b)):
+            return first
+        return _s.pack(first, [TensorSpec(relax(x._dims, y._dims), x._dtype) for x, y in zip(a, b)])
 
     def _reduce(self, key: int, elements: List[Element]) -> Dataset:
         window = ElementsDataset(self._input._template, elements)
@@ -228,7 +238,19 @@ def bucket_by_sequence_length(dataset: Dataset, element_length_func: Callable, b
         shapes = _s.map_structure(lambda shape: _fill(shape, filler), given)
         return window.padded_batch(sizes[b], shapes, padding_values, drop_remainder=drop_remainder)
 
-    return dataset.group_by_window(bucket_of, batching, window_size_func=lambda b: gather(batch_sizes, b))
+    # TF's element spec: batch sizes and boundary paddings come from tensors, so those dims are None.
+    def spec(leaf: Any) -> TensorSpec:
+        dims = leaf._dims
+        if no_padding or dims is None:
+            return TensorSpec(None if dims is None else (None,) + dims, leaf._dtype)
+        return TensorSpec((None,) + tuple(None if pad_to_bucket_boundary else d for d in dims), leaf._dtype)
+    template = _s.map_structure(spec, dataset.element_spec)
+    if padded_shapes is not None and not no_padding:
+        leaves = [_fill(p, None) for p in _s.flatten(padded_shapes)]
+        template = _s.pack(template, [TensorSpec((None,) + tuple(None if pad_to_bucket_boundary else d for d in dims)
+                                                 if dims is not None else None, s._dtype)
+                                      for dims, s in zip(leaves, _s.spec_leaves(template))])
+    return GroupByWindowDataset(dataset, bucket_of, batching, None, lambda b: gather(batch_sizes, b), template)
 
 
 def _fill(shape: Any, filler: Optional[int]) -> Any:
@@ -252,10 +274,8 @@ class OptionsDataset(Dataset):
         super().__init__(input_ds._template, [input_ds])
         self._own_options = options
 
-    def _iter_flat(self, prefix: str = "Iterator::Root") -> Iterator[Element]:
-        if prefix == "Iterator::Root":
-            self._configure(self.options())
-        return self._input._iter_flat(prefix)  # no node of its own in the iterator names, as in TF
+    def _iter_node(self, prefix: str) -> Iterator[Element]:
+        return self._input._iter_node(prefix)  # no node of its own in the iterator names
 
     def _gen(self, name: str) -> Iterator[Element]:  # pragma: no cover - _iter_flat skips this node
         return self._input._iter_flat(name)
