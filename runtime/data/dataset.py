@@ -12,12 +12,13 @@ TensorBoard's input-pipeline analysis groups by those names.
 from __future__ import annotations
 
 import abc
+from time import perf_counter_ns
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
-from jitflow.runtime.core import context, instrument
+from jitflow.runtime.core import context, input_stats, instrument
 from jitflow.runtime.core.errors import InvalidArgumentError, OutOfRangeError
 from jitflow.runtime.ops.constant_op import constant
 from jitflow.runtime.core.shapes import TensorShape
@@ -522,6 +523,25 @@ class Dataset(abc.ABC):
         return out
 
 
+def _describe(dataset: Dataset) -> tuple:
+    """(TF-style iterator name of the main chain, every transformation kind in the pipeline)."""
+    chain = []
+    node: Optional[Dataset] = dataset
+    while node is not None:
+        if node._kind != "Options":
+            chain.append(node._kind)
+        node = node._inputs[0] if node._inputs else None
+    kinds, seen, stack = [], set(), [dataset]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        kinds.append(node._kind)
+        stack.extend(node._inputs)
+    return "::".join(["Iterator::Root"] + chain), sorted(set(kinds))
+
+
 def _traced(it: Iterator[Element], name: str) -> Iterator[Element]:
     """`it` with each GetNext marked as a profiler region named like TF's iterator events."""
     region = instrument.region
@@ -547,6 +567,7 @@ class OwnedIterator:
         self._dtypes = dataset._dtypes
         self._it = dataset._iter_flat()
         self._steps = 0
+        self._stats = input_stats.track(*_describe(dataset))
 
     @property
     def element_spec(self) -> Any:
@@ -556,11 +577,17 @@ class OwnedIterator:
         return self
 
     def __next__(self) -> Any:
-        if instrument.enabled:  # TF's host op for each element the program takes
-            with instrument.region("IteratorGetNext", step=self._steps):
+        start = perf_counter_ns()
+        try:
+            if instrument.enabled:  # TF's host op for each element the program takes
+                with instrument.region("IteratorGetNext", step=self._steps):
+                    flat = next(self._it)
+            else:
                 flat = next(self._it)
-        else:
-            flat = next(self._it)
+        except StopIteration:
+            self._stats.record(start, perf_counter_ns(), False)
+            raise
+        self._stats.record(start, perf_counter_ns(), True)
         self._steps += 1
         return _s.to_tensors(self._template, flat, self._dtypes)
 
