@@ -46,6 +46,16 @@ class CompositeTensor:
         return self
 
 
+class TypeSpec:
+    """Base of the type specs of composite tensors (TF's `tf.TypeSpec`; `jf.SparseTensorSpec`).
+
+    A spec is hashable and provides `_component_specs()` (TensorSpecs of the components),
+    `_from_components(tensors)`, `is_compatible_with(other)` and
+    `most_specific_common_supertype(others)`. `jf.function` keys composite arguments by it,
+    and accepts it in an `input_signature`.
+    """
+
+
 def flatten(structure: Any) -> List[Any]:
     if isinstance(structure, CompositeTensor):
         return list(structure._components())

@@ -13,7 +13,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
-from jitflow.runtime.core.nest import CompositeTensor
+from jitflow.runtime.core.nest import CompositeTensor, TypeSpec
 from jitflow.runtime.core.shapes import TensorShape, is_compatible, normalize, relax
 from jitflow.runtime.core.tensor import EagerTensor, Tensor, TensorSpec
 from jitflow.runtime.ops.constant_op import convert_to_tensor
@@ -21,7 +21,7 @@ from jitflow.runtime.ops.constant_op import convert_to_tensor
 Dims = Optional[Tuple[Optional[int], ...]]
 
 
-class SparseTensorSpec:
+class SparseTensorSpec(TypeSpec):
     """The type of a `SparseTensor`: its dense shape (dims may be None) and dtype (TF's name).
 
     >>> jf.SparseTensorSpec([None, 3], jf.int32)

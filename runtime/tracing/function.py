@@ -42,7 +42,7 @@ from jitflow.runtime.ops import registry
 from jitflow.runtime.ops.registry import _wrap, apply, register
 from jitflow.runtime.core.shapes import format_dims, is_compatible
 from jitflow.runtime.core.tensor import EagerTensor, SymbolicTensor, Tensor, TensorSpec
-from jitflow.runtime.core.nest import CompositeTensor
+from jitflow.runtime.core.nest import CompositeTensor, TypeSpec
 from jitflow.runtime.tracing.trace_types import (COMPOSITE, TENSOR, ArgChange, closest, key_to_spec, make_key,
                                                  matches, relax_key)
 from jitflow.runtime.tracing.trace_types import describe
@@ -549,6 +549,8 @@ class Function(direct_call.FunctionBase):
         def walk(spec: Any) -> None:
             if isinstance(spec, TensorSpec):
                 flat.append(spec)
+            elif isinstance(spec, TypeSpec):  # a composite's spec (jf.SparseTensorSpec)
+                flat.extend(spec._component_specs())
             elif isinstance(spec, (list, tuple)):
                 for s in spec:
                     walk(s)
@@ -556,8 +558,8 @@ class Function(direct_call.FunctionBase):
                 for s in spec.values():
                     walk(s)
             else:
-                raise TypeError(f"input_signature: every entry must be a jf.TensorSpec (or a nested "
-                                f"list/tuple/dict of them); got {spec!r}")
+                raise TypeError(f"input_signature: every entry must be a jf.TensorSpec or jf.SparseTensorSpec "
+                                f"(or a nested list/tuple/dict of them); got {spec!r}")
         walk(list(input_signature))
         positional = [p for p in self._params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         if len(input_signature) > len(positional) and not any(

@@ -18,7 +18,7 @@ import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.shapes import format_dims, relax
-from jitflow.runtime.core.nest import CompositeTensor
+from jitflow.runtime.core.nest import CompositeTensor, TypeSpec
 from jitflow.runtime.core.tensor import EagerTensor, SymbolicTensor, Tensor, TensorSpec
 from jitflow.runtime.core.shapes import is_compatible
 
@@ -158,6 +158,9 @@ def make_key(value: Any, leaves: List[Any]) -> Any:
     if isinstance(value, CompositeTensor) and value._type_spec is not None:
         leaves.extend(value._components())
         return (COMPOSITE, value._type_spec)
+    if isinstance(value, TypeSpec):  # a SparseTensorSpec in an input_signature
+        leaves.extend(value._component_specs())
+        return (COMPOSITE, value)
     tracing_type = getattr(value, "__tf_tracing_type__", None)
     if tracing_type is not None:
         return (OBJECT, TraceTypeRef(tracing_type(None), value))

@@ -161,3 +161,33 @@ def test_parse_example_varlen_in_a_pipeline(tmp_path):
     assert [b["tags"].dense_shape.numpy().tolist() for b in batches] == [[2, 1], [2, 3], [1, 4]]
     assert batches[1]["tags"].values.numpy().tolist() == [b"t0", b"t1", b"t0", b"t1", b"t2"]
     assert batches[1]["tags"].indices.numpy().tolist() == [[0, 0], [0, 1], [1, 0], [1, 1], [1, 2]]
+
+
+def test_sparse_input_signature_generator_and_graph_loop():
+    traces = []
+
+    @jf.function(input_signature=[jf.SparseTensorSpec([None, 3], jf.float32)])
+    def rows(sp):
+        traces.append(sp.shape.as_list())
+        return jf.sparse.reduce_sum(sp, axis=1)
+
+    assert rows(_st([[0, 1], [1, 2]], [1.0, 2.0], [2, 3])).numpy().tolist() == [1.0, 2.0]
+    assert rows(_st([[3, 1]], [5.0], [4, 3])).numpy().tolist() == [0.0, 0.0, 0.0, 5.0]
+    assert traces == [[None, 3]]
+    assert rows.get_concrete_function().structured_input_signature[0][0] == jf.SparseTensorSpec([None, 3], jf.float32)
+    with pytest.raises(jf.errors.InputSignatureError, match="expected a value of SparseTensorSpec"):
+        rows(_st([[0, 1]], [5.0], [4, 4]))
+
+    def gen():
+        for n in range(1, 4):
+            yield jf.sparse.SparseTensorValue([[i] for i in range(n)], [float(n)] * n, [n])
+    ds = jf.data.Dataset.from_generator(gen, output_signature=jf.SparseTensorSpec([None], jf.float32))
+    assert [float(jf.sparse.reduce_sum(s)) for s in ds] == [1.0, 4.0, 9.0]
+
+    @jf.function
+    def total():
+        acc = jf.constant(0.0)
+        for sp in ds:  # AutoGraph: a graph loop over the sparse elements
+            acc += jf.sparse.reduce_sum(sp)
+        return acc
+    assert float(total()) == 14.0
