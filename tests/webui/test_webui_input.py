@@ -123,3 +123,38 @@ def test_bad_payloads_are_reported_not_fatal(tmp_path):
     data = client.get("/api/runs/run/input").get_json()
     assert len(data["errors"]) == 2 and "dropped" in data["errors"][0]
     assert data["iterators"][0]["input_percent"] == pytest.approx(200 / 3)
+
+
+@pytest.mark.slow
+def test_input_page_in_chromium(input_logdir, tmp_path_factory):
+    import shutil
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium chromium-driver)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    from jitflow.webui import serve_in_background
+    with serve_in_background(input_logdir, TENSORBOARD_PORT=None) as panel, sync_api.sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium_profile")), executable_path=chromium, headless=True,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"])
+        try:
+            page = context.new_page()
+            problems = []
+            page.on("console", lambda msg: msg.type == "error" and problems.append(msg.text))
+            page.on("pageerror", lambda exc: problems.append(str(exc)))
+            page.goto(panel.url)
+            row = page.locator("#runs tbody tr", has_text="input_bound")
+            assert row.locator(".input-verdict").inner_text() == "HIGHLY input-bound"
+            row.locator("td.input-cell a").click()
+            page.wait_for_url("**/runs/input_bound/input")
+            assert page.locator("#input-verdict").get_attribute("data-verdict") == "highly"
+            tips = page.locator("#input-advice li")
+            assert tips.first.get_attribute("data-fix") == "prefetch" and tips.first.is_visible()
+            assert "prefetch(jf.data.AUTOTUNE)" in tips.first.inner_text()
+            page.goto(panel.url + "runs/compute_bound/input")
+            assert page.locator("#input-verdict").get_attribute("data-verdict") == "not"
+            assert page.locator("#input-advice").count() == 0
+            assert not problems, problems
+        finally:
+            context.close()
