@@ -6,6 +6,10 @@ Workloads (the same pipeline written twice, `jf.` and `tf.`):
   also the batched form, batch(64) -> map(parse_example). Records per second.
 - images: JPEG files -> map(read_file, decode_jpeg, resize to 32x32, / 255,
   num_parallel_calls=AUTOTUNE) -> batch(32) -> prefetch -> iterate. Images per second.
+- varlen: batch(64) -> map(parse_example with a VarLenFeature, which is a SparseTensor,
+  then sparse.to_dense and a reduce_sum). Records per second.
+- buckets: sequences of 1..64 tokens (made by a map) -> bucket_by_sequence_length with 4
+  boundaries and batches of 32 -> iterate. Sequences per second.
 - scaling: seed 004's decode_and_resize on 320x320 JPEGs (read_file, decode_jpeg, resize to
   256x256, / 255) with num_parallel_calls = 1, 2, 4, ... up to the cores this process may
   use; images per second and the speed-up over one thread. The per-image work (Pillow's
@@ -46,6 +50,31 @@ def make_records(m: Any, path: str, n: int) -> None:
                 "x": t.Feature(float_list=t.FloatList(value=rng.random(4).tolist())),
             }))
             w.write(ex.SerializeToString())
+
+
+def make_varlen_records(m: Any, path: str, n: int) -> None:
+    """n Examples with 0..15 int64 tags each (a VarLenFeature)."""
+    t = m.train
+    with m.io.TFRecordWriter(path) as w:
+        for i in range(n):
+            tags = [(i * 7 + j) % 1000 for j in range(i % 16)]
+            w.write(t.Example(features=t.Features(feature={
+                "tags": t.Feature(int64_list=t.Int64List(value=tags))})).SerializeToString())
+
+
+def varlen_pipeline(m: Any, path: str):
+    desc = {"tags": m.io.VarLenFeature(m.int64)}
+
+    def parse(s):
+        tags = m.io.parse_example(s, desc)["tags"]
+        dense = m.sparse.to_dense(tags)
+        return dense, m.reduce_sum(dense, axis=1)
+    return m.data.TFRecordDataset(path).batch(64).map(parse)
+
+
+def bucket_pipeline(m: Any, n: int):
+    ds = m.data.Dataset.range(n).map(lambda i: m.range(i % 64 + 1))
+    return ds.bucket_by_sequence_length(lambda x: m.size(x), [8, 16, 32, 48], [32] * 5)
 
 
 def make_images(folder: str, n: int, size: int = 64) -> List[str]:
@@ -141,6 +170,8 @@ def main(argv: List[str] | None = None) -> int:
     try:
         record_path = os.path.join(tmp, "data.tfrecord")
         make_records(jf, record_path, args.records)
+        varlen_path = os.path.join(tmp, "varlen.tfrecord")
+        make_varlen_records(jf, varlen_path, args.records)
         paths = make_images(tmp, args.images)
         big_dir = os.path.join(tmp, "big")
         os.mkdir(big_dir)
@@ -154,6 +185,10 @@ def main(argv: List[str] | None = None) -> int:
                 records_pipeline(m, record_path, True), args.repeat, args.records)
             r["images/s (decode+resize+batch, AUTOTUNE)"] = best_rate(
                 image_pipeline(m, paths, m.data.AUTOTUNE), args.repeat, args.images)
+            r["records/s (parse_example VarLen -> SparseTensor -> to_dense)"] = best_rate(
+                varlen_pipeline(m, varlen_path), args.repeat, args.records)
+            r["sequences/s (bucket_by_sequence_length, 5 buckets)"] = best_rate(
+                bucket_pipeline(m, args.records), args.repeat, args.records)
         threads = sorted({1, 2, 4, cores()} & set(range(1, cores() + 1)))
         scaling = {}
         for k in threads:

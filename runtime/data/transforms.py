@@ -120,6 +120,13 @@ class ShuffleDataset(Dataset):
 
 def _stack(rows: List[Element], k: int, index: int) -> np.ndarray:
     column = [r[k] for r in rows]
+    first = column[0]
+    if first.ndim == 0 and all(c.ndim == 0 for c in column):
+        # Scalars (a TFRecordDataset's records, labels): one array from the items, without
+        # np.stack's per-element reshaping (several times faster for a batch of strings).
+        out = np.empty(len(column), dtype=first.dtype)
+        out[:] = [c[()] for c in column]
+        return out
     try:
         return np.stack(column)
     except ValueError:

@@ -185,18 +185,22 @@ def _sparse_1d(values: np.ndarray) -> List[np.ndarray]:
 def _sparse_rows(rows: List[np.ndarray], dtype: _dt.DType) -> List[np.ndarray]:
     """Per-row value lists as one rank-2 SparseTensor: indices [[row, j]], dense_shape [rows, max_n]."""
     lengths = np.array([r.shape[0] for r in rows], dtype=np.int64)
+    return _sparse_flat([v for r in rows for v in r], lengths, dtype)
+
+
+def _sparse_flat(flat_values: list, lengths: np.ndarray, dtype: _dt.DType) -> List[np.ndarray]:
+    """Rows given as one flat value list and per-row counts, as SparseTensor components."""
     total = int(lengths.sum())
-    row_ids = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    row_ids = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
     starts = np.cumsum(lengths) - lengths
     cols = np.arange(total, dtype=np.int64) - np.repeat(starts, lengths)
     if dtype is _dt.string:
         values = np.empty(total, dtype=object)
         if total:
-            values[:] = [v for r in rows for v in r]
+            values[:] = flat_values
     else:
-        values = np.concatenate(rows) if rows else np.empty(0, dtype=dtype.as_numpy_dtype)
-        values = values.astype(dtype.as_numpy_dtype, copy=False)
-    shape = np.array([len(rows), int(lengths.max()) if len(rows) else 0], dtype=np.int64)
+        values = np.array(flat_values, dtype=dtype.as_numpy_dtype)
+    shape = np.array([len(lengths), int(lengths.max()) if len(lengths) else 0], dtype=np.int64)
     return [np.stack([row_ids, cols], axis=1).reshape(total, 2), values, shape]
 
 
@@ -222,8 +226,12 @@ def _parse_batch(serialized, specs) -> List[np.ndarray]:
     parse = example_pb.message_class("Example").FromString
     n = len(flat)
     fixed = [(j, spec) for j, spec in enumerate(specs) if spec[1] == "fixed"]
-    other = [(j, spec) for j, spec in enumerate(specs) if spec[1] != "fixed"]
+    var = [(j, key, dtype, _LIST_FIELD[dtype]) for j, (key, kind, dtype, _, _) in enumerate(specs) if kind == "var"]
+    other = [(j, spec) for j, spec in enumerate(specs) if spec[1] == "seq"]
     values: Dict[int, list] = {j: [] for j, _ in fixed}
+    # VarLenFeatures: every record's values in one flat list, plus each record's count.
+    var_values: Dict[int, list] = {j: [] for j, *_ in var}
+    var_lengths: Dict[int, List[int]] = {j: [] for j, *_ in var}
     columns: Dict[int, List[np.ndarray]] = {j: [] for j, _ in other}
     # Per feature, once: (output slot, key, dtype, field name, value count, default values).
     plan = [(j, key, dtype, _LIST_FIELD[dtype], int(np.prod(shape)) if shape else 1, shape,
@@ -254,6 +262,18 @@ def _parse_batch(serialized, specs) -> List[np.ndarray]:
                 raise InvalidArgumentError(f"Key: {key}.  Can't parse serialized Example (record {i} of the "
                                            f"batch): shape {list(shape)} needs {count} values; got {len(raw)}")
             values[j].extend(raw)
+        for j, key, _dtype, field in var:
+            feature = fmap.get(key)
+            which = feature.WhichOneof("kind") if feature is not None else None
+            if which is None:
+                var_lengths[j].append(0)
+                continue
+            if which != field:
+                raise InvalidArgumentError(f"Key: {key}.  Data types don't match. Data type: "
+                                           f"{_KIND_NAME[which]} but expected type: {_KIND_NAME[field]}")
+            raw = getattr(feature, which).value
+            var_values[j].extend(raw)
+            var_lengths[j].append(len(raw))
         if other:
             for (j, _), arr in zip(other, _parse_features(fmap, other_specs, f" (record {i} of the batch)")):
                 columns[j].append(arr)
@@ -265,10 +285,9 @@ def _parse_batch(serialized, specs) -> List[np.ndarray]:
         else:
             arr = np.array(values[j], dtype=dtype.as_numpy_dtype)
         out[j] = arr.reshape((n,) + shape)
+    for j, _key, dtype, _field in var:
+        out[j] = _sparse_flat(var_values[j], np.array(var_lengths[j], dtype=np.int64), dtype)
     for j, (_key, kind, dtype, shape, default) in other:
-        if kind == "var":
-            out[j] = _sparse_rows(columns[j], dtype)
-            continue
         fill = b"" if dtype is _dt.string else 0
         if kind == "seq" and default[1] is not None and default[1].size:
             fill = default[1].reshape(-1)[0]
