@@ -10,9 +10,11 @@ tensor) and `jf.function` takes them as arguments, keyed by their spec. See docs
 """
 from __future__ import annotations
 
-from jitflow.runtime.sparse.sparse_ops import (add, concat, from_dense, reduce_sum, reorder, reshape, slice,
-                                               sparse_dense_matmul, to_dense, transpose)
+from jitflow.runtime.sparse.sparse_ops import (add, concat, expand_dims, fill_empty_rows, from_dense, map_values,
+                                               reduce_sum, reorder, reshape, retain, slice, sparse_dense_matmul,
+                                               to_dense, transpose)
 from jitflow.runtime.sparse.sparse_tensor import SparseTensor, SparseTensorSpec, SparseTensorValue
 
-__all__ = ["SparseTensor", "SparseTensorSpec", "SparseTensorValue", "add", "concat", "from_dense", "reduce_sum",
-           "reorder", "reshape", "slice", "sparse_dense_matmul", "to_dense", "transpose"]
+__all__ = ["SparseTensor", "SparseTensorSpec", "SparseTensorValue", "add", "concat", "expand_dims", "fill_empty_rows",
+           "from_dense", "map_values", "reduce_sum", "reorder", "reshape", "retain", "slice", "sparse_dense_matmul",
+           "to_dense", "transpose"]

@@ -626,9 +626,141 @@ def _matmul_grad(rec, g):
     return [None, grad_values, None, grad_b]
 
 
+# -- retain, expand_dims, fill_empty_rows, map_values ------------------------------------------
+def _retain_kernel(indices, values, mask):
+    mask = np.asarray(mask, dtype=bool).reshape(-1)
+    values = np.asarray(values)
+    if mask.shape[0] != values.shape[0]:
+        raise InvalidArgumentError(f"sparse.retain: to_retain has {mask.shape[0]} entries; the SparseTensor "
+                                   f"has {values.shape[0]} values")
+    return np.asarray(indices, dtype=_I64).reshape(values.shape[0], -1)[mask], values[mask]
+
+
+register("SparseRetain", lambda specs, attrs: [((None, specs[0][0][1] if specs[0][0] else None), _dt.int64),
+                                                ((None,), specs[1][1])],
+         cpu=_retain_kernel, public_name="sparse.retain", default_name="SparseRetain")
+
+
+def retain(sp_input: Any, to_retain: Any) -> SparseTensor:
+    """The entries whose `to_retain` flag (a bool vector, one per value) is True; same dense shape.
+
+    >>> st = jf.sparse.SparseTensor([[0, 0], [1, 1], [2, 2]], [1, 2, 3], [3, 3])
+    >>> jf.sparse.retain(st, [True, False, True]).values.numpy().tolist()
+    [1, 3]
+    """
+    sp = _check(sp_input, "sp_input")
+    indices, values = apply("SparseRetain", [sp.indices, sp.values, convert_to_tensor(to_retain, dtype=_dt.bool_)])
+    return _sparse_out(indices, values, sp.dense_shape, sp._dims)
+
+
+def _expand_dims_kernel(indices, dense_shape, axis):
+    shape = np.asarray(dense_shape, dtype=_I64).reshape(-1)
+    rank = shape.shape[0]
+    if not -rank - 1 <= axis <= rank:
+        raise InvalidArgumentError(f"sparse.expand_dims: axis {axis} is out of range for a rank-{rank} SparseTensor")
+    a = axis % (rank + 1)
+    indices = np.asarray(indices, dtype=_I64).reshape(-1, rank)
+    return np.insert(indices, a, 0, axis=1), np.insert(shape, a, 1)
+
+
+def _expand_dims_infer(specs, attrs):
+    rank = specs[1][0][0] if specs[1][0] and specs[1][0][0] is not None else None
+    rank = None if rank is None else rank + 1
+    return [((None, rank), _dt.int64), ((rank,), _dt.int64)]
+
+
+register("SparseExpandDims", _expand_dims_infer, cpu=_expand_dims_kernel, public_name="sparse.expand_dims",
+         default_name="SparseExpandDims")
+
+
+def expand_dims(sp_input: Any, axis: Optional[int] = None, name: Optional[str] = None) -> SparseTensor:
+    """A size-1 dimension inserted at `axis` (-1: last; default 0), as `jf.expand_dims` does.
+
+    >>> jf.sparse.expand_dims(jf.sparse.SparseTensor([[1]], [5], [3]), axis=-1).dense_shape.numpy().tolist()
+    [3, 1]
+    """
+    sp = _check(sp_input, "sp_input")
+    axis = 0 if axis is None else int(axis)
+    indices, shape = apply("SparseExpandDims", [sp.indices, sp.dense_shape], {"axis": axis}, name=name)
+    dims: Dims = None
+    if sp._dims is not None:
+        a = axis % (len(sp._dims) + 1)
+        dims = sp._dims[:a] + (1,) + sp._dims[a:]
+    return _sparse_out(indices, sp.values, shape, dims)
+
+
+def _fill_empty_rows_kernel(indices, values, dense_shape, default_value):
+    shape = _shape_of(dense_shape)
+    if not shape:
+        raise InvalidArgumentError("sparse.fill_empty_rows: the SparseTensor needs at least one dimension")
+    indices = np.asarray(indices, dtype=_I64).reshape(-1, len(shape))
+    values = np.asarray(values)
+    _linear(indices, shape, "sparse.fill_empty_rows")
+    empty = np.ones(shape[0], dtype=bool)
+    empty[indices[:, 0]] = False
+    missing = np.nonzero(empty)[0].astype(_I64)
+    new_indices = np.zeros((missing.shape[0], len(shape)), dtype=_I64)
+    new_indices[:, 0] = missing
+    fill = np.empty(missing.shape[0], dtype=values.dtype)
+    fill[...] = np.asarray(default_value, dtype=values.dtype)
+    all_indices = np.concatenate([indices, new_indices])
+    order = np.argsort(all_indices[:, 0], kind="stable")  # rows in order, each row's entries as given
+    return all_indices[order], np.concatenate([values, fill])[order], empty
+
+
+def _fill_empty_rows_infer(specs, attrs):
+    rank = specs[0][0][1] if specs[0][0] else None
+    return [((None, rank), _dt.int64), ((None,), specs[1][1]), ((None,), _dt.bool_)]
+
+
+register("SparseFillEmptyRows", _fill_empty_rows_infer, cpu=_fill_empty_rows_kernel,
+         public_name="sparse.fill_empty_rows", default_name="SparseFillEmptyRows")
+
+
+def fill_empty_rows(sp_input: Any, default_value: Any, name: Optional[str] = None) -> Tuple[SparseTensor, Tensor]:
+    """Give every empty row (first dimension) one entry `[row, 0, ...] = default_value`; also
+    returns which rows were empty (TF's `tf.sparse.fill_empty_rows`, used before embedding lookups).
+
+    >>> st = jf.sparse.SparseTensor([[0, 1], [2, 0]], [5, 6], [3, 2])
+    >>> filled, empty = jf.sparse.fill_empty_rows(st, -1)
+    >>> filled.indices.numpy().tolist(), filled.values.numpy().tolist(), empty.numpy().tolist()
+    ([[0, 1], [1, 0], [2, 0]], [5, -1, 6], [False, True, False])
+    """
+    sp = _check(sp_input, "sp_input")
+    default = convert_to_tensor(default_value, dtype=sp.dtype)
+    indices, values, empty = apply("SparseFillEmptyRows", [sp.indices, sp.values, sp.dense_shape, default],
+                                   name=name)
+    return _sparse_out(indices, values, sp.dense_shape, sp._dims), empty
+
+
+def map_values(op: Any, *args: Any, **kwargs: Any) -> SparseTensor:
+    """`op` applied to the values of the SparseTensors among `args`/`kwargs` (which must share
+    their indices), other arguments passed as they are; the result keeps those indices.
+
+    >>> st = jf.sparse.SparseTensor([[0, 1], [1, 0]], [1.0, 4.0], [2, 2])
+    >>> jf.sparse.map_values(jf.sqrt, st).values.numpy().tolist()
+    [1.0, 2.0]
+    """
+    sparse = [a for a in list(args) + list(kwargs.values()) if isinstance(a, SparseTensor)]
+    if not sparse:
+        raise ValueError("map_values: no SparseTensor among the arguments")
+    first = sparse[0]
+    for other in sparse[1:]:
+        if other.indices is not first.indices:
+            same = (other.indices._dims == first.indices._dims and other.indices.__class__.__name__ == "EagerTensor"
+                    and np.array_equal(np.asarray(other.indices._value), np.asarray(first.indices._value)))
+            if not same:
+                raise ValueError("map_values: the SparseTensor arguments must have the same indices")
+    unwrap = lambda a: a.values if isinstance(a, SparseTensor) else a  # noqa: E731
+    values = op(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in kwargs.items()})
+    return first.with_values(values)
+
+
+not_differentiable("SparseRetain", "SparseExpandDims", "SparseFillEmptyRows")
 not_differentiable("SparseFromDense", "SparseReorder", "SparseReshape", "SparseSlice", "SparseAdd",
                    "SparseTensorDenseAdd", "SparseDenseCwiseOp", "SparseReduceSum", "SparseConcat")
 
 
-__all__ = ["SparseTensor", "SparseTensorSpec", "add", "concat", "from_dense", "reduce_sum", "reorder", "reshape",
-           "slice", "sparse_dense_matmul", "to_dense", "transpose"]
+__all__ = ["SparseTensor", "SparseTensorSpec", "add", "concat", "expand_dims", "fill_empty_rows", "from_dense",
+           "map_values", "reduce_sum", "reorder", "reshape", "retain", "slice", "sparse_dense_matmul", "to_dense",
+           "transpose"]

@@ -72,6 +72,18 @@ def test_ops_match_tf(operands):
     _same(a / scale, ta / scale)
     _same(a.with_values(a.values + 1), ta.with_values(ta.values + 1))
     assert repr(a._type_spec) == repr(tf.SparseTensorSpec.from_value(ta)).replace("tf.", "jf.")
+    keep = (np.arange(int(ta.values.shape[0])) % 2 == 0)
+    _same(jf.sparse.retain(a, keep), tf.sparse.retain(ta, keep))
+    for axis in (0, 1, -1, 2):
+        _same(jf.sparse.expand_dims(a, axis), tf.sparse.expand_dims(ta, axis))
+    holes = make((6, 3))
+    holes[[1, 4]] = 0
+    h, th = _pair(holes)
+    (ours, ours_empty), (theirs, theirs_empty) = jf.sparse.fill_empty_rows(h, -7.0), tf.sparse.fill_empty_rows(th, -7.0)
+    _same(ours, theirs)
+    np.testing.assert_array_equal(ours_empty.numpy(), theirs_empty.numpy())
+    _same(jf.sparse.map_values(jf.multiply, a, 3.0), tf.sparse.map_values(tf.multiply, ta, 3.0))
+    _same(jf.sparse.map_values(jf.add, a, a), tf.sparse.map_values(tf.add, ta, ta))
 
 
 def test_gradients_match_tf(operands):
