@@ -6,8 +6,9 @@ rewriting, so the optimisation switches have nothing to switch):
 
 * `deterministic`: the default order of `map(num_parallel_calls=...)` when its own
   `deterministic` argument is None (False: finished elements first).
-* `threading.private_threadpool_size`: caps the threads of every parallel map and parallel
-  interleave of the pipeline (AUTOTUNE included).
+* `threading.private_threadpool_size`: caps the threads of every parallel map of the
+  pipeline (AUTOTUNE included). (A parallel interleave keeps one producer per open input:
+  its `cycle_length` is what bounds it.)
 * `autotune.enabled=False`: `prefetch(AUTOTUNE)` keeps a single element ahead instead of
   jitflow's default of two (TF's untuned start value).
 
@@ -117,8 +118,8 @@ def _kind_name(kind: Any) -> str:
 
 
 class ThreadingOptions(_OptionsBase):
-    """Threads of the pipeline: `private_threadpool_size` (honoured: caps parallel map and
-    interleave threads), `max_intra_op_parallelism` (accepted).
+    """Threads of the pipeline: `private_threadpool_size` (honoured: caps the threads of parallel
+    maps), `max_intra_op_parallelism` (accepted).
 
     >>> o = jf.data.Options(); o.threading.private_threadpool_size = 2
     """
