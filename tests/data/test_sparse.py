@@ -191,3 +191,26 @@ def test_sparse_input_signature_generator_and_graph_loop():
             acc += jf.sparse.reduce_sum(sp)
         return acc
     assert float(total()) == 14.0
+
+
+def test_sparse_retrace_reason_and_reduce_retracing():
+    from jitflow.runtime.tracing import trace_records
+
+    @jf.function
+    def total(sp):
+        return jf.sparse.reduce_sum(sp)
+
+    total(_st([[0, 1]], [1.0], [3, 4]))
+    total(_st([[0, 1]], [1.0], [5, 4]))
+    last = trace_records.records()[-1]
+    assert [str(c) for c in last.changes] == ["arg 'sp': shape (3, 4) → (5, 4)"]
+
+    @jf.function(reduce_retracing=True)
+    def relaxed(sp):
+        return jf.sparse.reduce_sum(sp)
+
+    for n in (3, 5, 7, 9):
+        relaxed(_st([[0, 1]], [1.0], [n, 4]))
+    assert relaxed.experimental_get_tracing_count() == 2  # the second trace is relaxed to [None, 4]
+    cf = relaxed.get_concrete_function(_st([[0, 1]], [1.0], [11, 4]))
+    assert cf.structured_input_signature[0][0] == jf.SparseTensorSpec([None, 4], jf.float32)
