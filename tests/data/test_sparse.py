@@ -214,3 +214,23 @@ def test_sparse_retrace_reason_and_reduce_retracing():
     assert relaxed.experimental_get_tracing_count() == 2  # the second trace is relaxed to [None, 4]
     cf = relaxed.get_concrete_function(_st([[0, 1]], [1.0], [11, 4]))
     assert cf.structured_input_signature[0][0] == jf.SparseTensorSpec([None, 4], jf.float32)
+
+
+def test_sparse_tensors_in_cond_and_while_loop():
+    @jf.function
+    def doubled_if(sp, flag):
+        out = jf.cond(flag, lambda: sp.with_values(sp.values * 2), lambda: sp)
+        return jf.sparse.to_dense(out)
+
+    st = _st([[0, 1]], [3.0], [2, 2])
+    assert doubled_if(st, jf.constant(True)).numpy().tolist() == [[0.0, 6.0], [0.0, 0.0]]
+    assert doubled_if(st, jf.constant(False)).numpy().tolist() == [[0.0, 3.0], [0.0, 0.0]]
+
+    @jf.function
+    def add_three(sp):
+        _, out = jf.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s.with_values(s.values + 1.0)),
+                               [jf.constant(0), sp])
+        return out
+
+    result = add_three(st)
+    assert isinstance(result, jf.sparse.SparseTensor) and result.values.numpy().tolist() == [6.0]
