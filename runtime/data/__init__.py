@@ -16,6 +16,7 @@ import types as _types
 from typing import Any
 
 from jitflow.runtime.data import graph_loop as _graph_loop  # noqa: F401 - `for x in dataset` inside jf.function
+from jitflow.runtime.data import sparse_rows as _sparse_rows  # noqa: F401 - registers sparse_batch
 from jitflow.runtime.data import parallel as _parallel  # noqa: F401 - registers map(num_parallel_calls), prefetch, interleave
 from jitflow.runtime.data import sources as _sources  # noqa: F401 - registers the source datasets
 from jitflow.runtime.data import transforms as _transforms  # noqa: F401 - registers the transformations
@@ -64,6 +65,12 @@ def _group_by_window(key_func: Any, reduce_func: Any, window_size: Any = None, w
     return lambda dataset: dataset.group_by_window(key_func, reduce_func, window_size, window_size_func)
 
 
+def _dense_to_sparse_batch(batch_size: Any, row_shape: Any) -> Any:
+    """TF's `tf.data.experimental.dense_to_sparse_batch`: `dataset.sparse_batch` for `dataset.apply`."""
+    return lambda dataset: dataset.sparse_batch(batch_size, row_shape)
+
+
+experimental.dense_to_sparse_batch = _dense_to_sparse_batch
 experimental.bucket_by_sequence_length = _bucket_by_sequence_length
 experimental.group_by_window = _group_by_window
 

@@ -310,6 +310,19 @@ class Dataset(abc.ABC):
         """
         return _build("padded_batch", self, batch_size, padded_shapes, padding_values, drop_remainder)
 
+    def sparse_batch(self, batch_size: int, row_shape: Any, name: Optional[str] = None) -> "Dataset":
+        """Batch variable-size elements into SparseTensors of dense shape `[n, *row_shape]`
+        holding every entry (zeros too); each element must fit `row_shape` (TF's
+        `sparse_batch`, `dense_to_sparse_batch`).
+
+        >>> rows = lambda: iter([[1, 2, 3], [4, 5]])
+        >>> ds = jf.data.Dataset.from_generator(rows, output_signature=jf.TensorSpec([None], jf.int32))
+        >>> sp = next(iter(ds.sparse_batch(2, [4])))
+        >>> sp.indices.numpy().tolist(), sp.dense_shape.numpy().tolist()
+        ([[0, 0], [0, 1], [0, 2], [1, 0], [1, 1]], [2, 4])
+        """
+        return _build("sparse_batch", self, batch_size, row_shape)
+
     def unbatch(self, name: Optional[str] = None) -> "Dataset":
         """Split every element along its first dimension into separate elements.
 

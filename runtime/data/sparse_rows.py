@@ -11,9 +11,12 @@ from typing import Any, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
+from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.errors import InvalidArgumentError
+from jitflow.runtime.core.shapes import normalize
 from jitflow.runtime.core.tensor import TensorSpec
 from jitflow.runtime.data import structure as _s
+from jitflow.runtime.data.dataset import Dataset, register
 from jitflow.runtime.sparse.sparse_tensor import SparseTensorSpec
 
 Parts = Tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -79,3 +82,59 @@ def unbatch_slots(elements: Iterator[tuple], slots: List[Any]) -> Iterator[tuple
             for (_, sparse), column in zip(slots, columns):
                 row.extend(column[i] if sparse else [np.asarray(column[i])])
             yield tuple(row)
+
+
+@register("sparse_batch")
+class DenseToSparseBatchDataset(Dataset):
+    """TF's `sparse_batch` (`dense_to_sparse_batch`): `batch_size` elements of rank
+    `len(row_shape)`, each no larger than `row_shape`, become one SparseTensor of dense shape
+    `[n, *row_shape]` holding every entry of every element (zeros included), row-major."""
+
+    _kind = "DenseToSparseBatch"
+
+    def __init__(self, input_ds: Dataset, batch_size: Any, row_shape: Any) -> None:
+        leaves = _s.slots(input_ds._template)
+        if len(leaves) != 1 or _s.is_sparse(leaves[0][0]) or input_ds._dtypes[0] is _dt.variant:
+            raise TypeError(f"sparse_batch: the elements must be single dense tensors; got {input_ds.element_spec!r}")
+        self._input = input_ds
+        if hasattr(batch_size, "numpy"):
+            batch_size = batch_size.numpy()
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+            raise ValueError(f"batch_size: expected a positive int; got {batch_size!r}")
+        self._batch_size = int(batch_size)
+        dims = normalize(row_shape)
+        if dims is None:
+            raise ValueError("row_shape: expected a list of dimension sizes; got None")
+        spec = input_ds._specs[0]
+        if spec._dims is not None and len(spec._dims) != len(dims):
+            raise ValueError(f"row_shape: has rank {len(dims)}; the elements have shape {spec.shape}")
+        self._row = dims
+        super().__init__(SparseTensorSpec((None,) + dims, spec._dtype), [input_ds])
+
+    def _gen(self, name: str) -> Iterator[tuple]:
+        rows: List[np.ndarray] = []
+        for (value,) in self._input._iter_flat(name):
+            rows.append(np.asarray(value))
+            if len(rows) == self._batch_size:
+                yield self._combine(rows)
+                rows = []
+        if rows:
+            yield self._combine(rows)
+
+    def _combine(self, rows: List[np.ndarray]) -> tuple:
+        rank = len(self._row)
+        limit = [max(r.shape[d] for r in rows) if want is None else want for d, want in enumerate(self._row)]
+        indices, values = [], []
+        for i, r in enumerate(rows):
+            if r.ndim != rank or any(r.shape[d] > limit[d] for d in range(rank)):
+                raise InvalidArgumentError(f"sparse_batch: an element of shape {list(r.shape)} does not fit "
+                                           f"row_shape {list(self._row)}")
+            idx = np.argwhere(np.ones(r.shape, dtype=bool)).astype(np.int64).reshape(-1, rank)
+            indices.append(np.concatenate([np.full((idx.shape[0], 1), i, dtype=np.int64), idx], axis=1))
+            values.append(r.reshape(-1))
+        return (np.concatenate(indices).reshape(-1, rank + 1), np.concatenate(values),
+                np.asarray([len(rows)] + limit, dtype=np.int64))
+
+    def _cardinality(self) -> int:
+        n = self._input._cardinality()
+        return n if n < 0 else -(-n // self._batch_size)

@@ -234,3 +234,17 @@ def test_sparse_tensors_in_cond_and_while_loop():
 
     result = add_three(st)
     assert isinstance(result, jf.sparse.SparseTensor) and result.values.numpy().tolist() == [6.0]
+
+
+def test_sparse_batch_of_variable_length_rows():
+    rows = jf.data.Dataset.range(1, 5).map(lambda n: jf.range(n) * 0 + n)
+    ds = rows.sparse_batch(3, [4])
+    assert repr(ds.element_spec) == "SparseTensorSpec(TensorShape([None, 4]), jf.int64)"
+    assert int(ds.cardinality()) == 2
+    first = next(iter(ds))
+    assert first.dense_shape.numpy().tolist() == [3, 4]
+    assert jf.sparse.to_dense(first).numpy().tolist() == [[1, 0, 0, 0], [2, 2, 0, 0], [3, 3, 3, 0]]
+    with pytest.raises(jf.errors.InvalidArgumentError, match=r"shape \[4\] does not fit row_shape \[3\]"):
+        list(rows.sparse_batch(4, [3]))
+    with pytest.raises(TypeError, match="sparse_batch: the elements must be single dense tensors"):
+        jf.data.Dataset.zip((rows, rows)).sparse_batch(2, [4])

@@ -156,3 +156,20 @@ def test_parse_example_varlen_matches_tf_for_every_dtype(tmp_path):
             _same(jo[k], to[k])
         assert jo["s"].values.numpy().tolist() == to["s"].values.numpy().tolist()
         np.testing.assert_array_equal(jo["s"].indices.numpy(), to["s"].indices.numpy())
+
+
+@pytest.mark.parametrize("row_shape", [[6], [4], [None]])
+def test_sparse_batch_matches_tf(row_shape):
+    def build(m):
+        ds = m.data.Dataset.from_generator(lambda: iter([[1, 2, 3], [4, 5], [6, 7, 8, 9], [0, 1]]),
+                                           output_signature=m.TensorSpec([None], m.int32))
+        return ds.sparse_batch(3, row_shape)
+    ours, theirs = build(jf), build(tf)
+    assert repr(ours.element_spec) == repr(theirs.element_spec).replace("tf.", "jf.")
+    pairs = list(zip(ours, theirs))
+    assert len(pairs) == 2
+    for o, t in pairs:
+        _same(o, t)
+    applied = jf.data.Dataset.range(5).map(lambda x: jf.range(x)).apply(
+        jf.data.experimental.dense_to_sparse_batch(2, [5]))
+    assert [s.dense_shape.numpy().tolist() for s in applied] == [[2, 5], [2, 5], [1, 5]]
