@@ -10,9 +10,9 @@ tensor) and `jf.function` takes them as arguments, keyed by their spec. See docs
 """
 from __future__ import annotations
 
-from jitflow.runtime.sparse.sparse_ops import (add, concat, expand_dims, fill_empty_rows, from_dense, map_values,
-                                               reduce_sum, reorder, reshape, retain, slice, sparse_dense_matmul,
-                                               to_dense, transpose)
+from jitflow.runtime.sparse.sparse_math import add, concat, reduce_sum, sparse_dense_matmul
+from jitflow.runtime.sparse.sparse_ops import (expand_dims, fill_empty_rows, from_dense, map_values, reorder, reshape,
+                                               retain, slice, to_dense, transpose)
 from jitflow.runtime.sparse.sparse_tensor import SparseTensor, SparseTensorSpec, SparseTensorValue
 
 __all__ = ["SparseTensor", "SparseTensorSpec", "SparseTensorValue", "add", "concat", "expand_dims", "fill_empty_rows",
