@@ -161,3 +161,10 @@ def test_options_are_honoured_by_parallel_map_and_prefetch():
     next(it)
     assert pre._pipeline_options.autotune.enabled is False
     assert list(pre.with_options(untuned).as_numpy_iterator()) == [0, 1, 2]
+
+
+def test_group_by_window_reduce_func_that_knows_only_its_keys():
+    sizes = [2]  # only key 0 exists; probing key 1 must not break construction
+    ds = jf.data.Dataset.range(5).group_by_window(lambda x: x * 0, lambda k, w: w.batch(sizes[int(k)]),
+                                                  window_size=5)
+    assert [b.tolist() for b in ds.as_numpy_iterator()] == [[0, 1], [2, 3], [4]]
