@@ -105,9 +105,11 @@ def _is_open(writer: Any) -> bool:
 
 
 def _on_flush(writer: Any) -> None:
+    if not hasattr(writer, "_write_event"):
+        return
     try:
         write(writer)
-    except RuntimeError:  # closed under us: the counters are a courtesy, never an error
+    except Exception:  # noqa: BLE001 - flush hooks must not raise; the writer reports its own errors
         pass
 
 
