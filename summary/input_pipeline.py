@@ -5,8 +5,8 @@ the program worked between two `next()` calls (`jitflow.runtime.core.input_stats
 module writes those counters as `jitflow/input_pipeline` summaries (plugin
 `jitflow_input_pipeline`, one JSON payload per write: every iterator that advanced since
 the last write) to the writer that was the default when the iterator was created (or,
-for an iterator created while no writer was the default, to the first writer that
-flushes afterwards). Writes happen when a writer flushes or closes and every
+for an iterator created while no writer was the default, to the first writer opened
+before it that flushes afterwards). Writes happen when a writer flushes or closes and every
 `REFRESH_SECONDS` while iterators advance, so a live panel follows a long training loop.
 """
 from __future__ import annotations
@@ -59,10 +59,14 @@ def _on_new_iterator(stats: input_stats.IteratorStats) -> None:
 
 def payload(writer: Any) -> Optional[dict]:
     """The iterators of `writer` that advanced since they were last written to it (None: none did)."""
+    opened = getattr(writer, "_opened_at", 0.0)
     with _lock:
-        for sid in list(_unassigned.keys()):  # iterators made with no default writer: this one takes them
-            del _unassigned[sid]
-            _assigned.setdefault(writer, {})[sid] = -1
+        # Iterators made while no writer was the default: this writer takes those made since
+        # it was opened (earlier ones belong to no run of it: another script part, another test).
+        for sid, stats in list(_unassigned.items()):
+            if stats.created >= opened:
+                del _unassigned[sid]
+                _assigned.setdefault(writer, {})[sid] = -1
         written = _assigned.get(writer)
         if not written:
             return None
