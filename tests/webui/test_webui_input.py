@@ -158,3 +158,19 @@ def test_input_page_in_chromium(input_logdir, tmp_path_factory):
             assert not problems, problems
         finally:
             context.close()
+
+
+def test_iterators_go_to_the_writer_of_their_time(tmp_path):
+    ds = jf.data.Dataset.range(4)
+    list(ds)                                   # before any writer: belongs to no run
+    early = jf.summary.create_file_writer(str(tmp_path / "early"))
+    list(ds.batch(2))                          # no default writer, after `early` opened: early's
+    early.close()
+    other = jf.summary.create_file_writer(str(tmp_path / "other"))
+    with other.as_default():
+        list(ds.map(lambda x: x + 1))          # made while `other` is the default
+    other.close()
+    client = create_app(tmp_path, {"TESTING": True, "TENSORBOARD_PORT": None}).test_client()
+    pipelines = {run: [it["pipeline"] for it in client.get(f"/api/runs/{run}/input").get_json()["iterators"]]
+                 for run in ("early", "other")}
+    assert pipelines == {"early": ["Iterator::Root::BatchV2::Range"], "other": ["Iterator::Root::Map::Range"]}
