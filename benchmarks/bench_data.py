@@ -6,13 +6,17 @@ Workloads (the same pipeline written twice, `jf.` and `tf.`):
   also the batched form, batch(64) -> map(parse_example). Records per second.
 - images: JPEG files -> map(read_file, decode_jpeg, resize to 32x32, / 255,
   num_parallel_calls=AUTOTUNE) -> batch(32) -> prefetch -> iterate. Images per second.
+- varlen: batch(64) -> map(parse_example with a VarLenFeature, which is a SparseTensor,
+  then sparse.to_dense and a reduce_sum). Records per second.
+- buckets: sequences of 1..64 tokens (made by a map) -> bucket_by_sequence_length with 4
+  boundaries and batches of 32 -> iterate. Sequences per second.
 - scaling: seed 004's decode_and_resize on 320x320 JPEGs (read_file, decode_jpeg, resize to
   256x256, / 255) with num_parallel_calls = 1, 2, 4, ... up to the cores this process may
   use; images per second and the speed-up over one thread. The per-image work (Pillow's
   decoder, the numba resize) runs without the GIL, so threads scale with free cores.
 
 Every pipeline runs once to warm up (traces, numba compiles, file cache) and then
---repeat times; the best run counts.
+--repeat times, jitflow's and tf.data's passes alternating; the best run counts.
 
     python benchmarks/bench_data.py [--records N] [--images N] [--repeat R] [--quick] [--no-tf] [--json PATH]
 
@@ -46,6 +50,31 @@ def make_records(m: Any, path: str, n: int) -> None:
                 "x": t.Feature(float_list=t.FloatList(value=rng.random(4).tolist())),
             }))
             w.write(ex.SerializeToString())
+
+
+def make_varlen_records(m: Any, path: str, n: int) -> None:
+    """n Examples with 0..15 int64 tags each (a VarLenFeature)."""
+    t = m.train
+    with m.io.TFRecordWriter(path) as w:
+        for i in range(n):
+            tags = [(i * 7 + j) % 1000 for j in range(i % 16)]
+            w.write(t.Example(features=t.Features(feature={
+                "tags": t.Feature(int64_list=t.Int64List(value=tags))})).SerializeToString())
+
+
+def varlen_pipeline(m: Any, path: str):
+    desc = {"tags": m.io.VarLenFeature(m.int64)}
+
+    def parse(s):
+        tags = m.io.parse_example(s, desc)["tags"]
+        dense = m.sparse.to_dense(tags)
+        return dense, m.reduce_sum(dense, axis=1)
+    return m.data.TFRecordDataset(path).batch(64).map(parse)
+
+
+def bucket_pipeline(m: Any, n: int):
+    ds = m.data.Dataset.range(n).map(lambda i: m.range(i % 64 + 1))
+    return ds.bucket_by_sequence_length(lambda x: m.size(x), [8, 16, 32, 48], [32] * 5)
 
 
 def make_images(folder: str, n: int, size: int = 64) -> List[str]:
@@ -105,6 +134,24 @@ def best_rate(ds: Any, repeat: int, expect: int) -> float:
     return expect / best
 
 
+def best_rates(pipelines: Dict[str, Any], repeat: int, expect: int) -> Dict[str, float]:
+    """Like `best_rate` for the same workload in several libraries, their timed passes
+    alternating (jitflow, tf.data, jitflow, ...) so that a change in the machine's load
+    (a shared machine) hits both alike instead of whichever ran second."""
+    for name, ds in pipelines.items():
+        got = drain(ds)
+        if got != expect:
+            raise AssertionError(f"{name}: pipeline produced {got} elements; expected {expect}")
+    best = {name: float("inf") for name in pipelines}
+    for _ in range(repeat):
+        for name, ds in pipelines.items():
+            with gc_disabled():
+                start = time.perf_counter()
+                drain(ds)
+                best[name] = min(best[name], time.perf_counter() - start)
+    return {name: expect / seconds for name, seconds in best.items()}
+
+
 def cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -141,19 +188,30 @@ def main(argv: List[str] | None = None) -> int:
     try:
         record_path = os.path.join(tmp, "data.tfrecord")
         make_records(jf, record_path, args.records)
+        varlen_path = os.path.join(tmp, "varlen.tfrecord")
+        make_varlen_records(jf, varlen_path, args.records)
         paths = make_images(tmp, args.images)
         big_dir = os.path.join(tmp, "big")
         os.mkdir(big_dir)
         big = make_images(big_dir, max(args.images // 4, 8), size=320)
-        for name, m in libs.items():
-            print(f"timing {name} ...", file=sys.stderr)
-            r = results[name] = {}
-            r["records/s (parse_single_example + map)"] = best_rate(
-                records_pipeline(m, record_path, False), args.repeat, args.records)
-            r["records/s (batch 64 + parse_example)"] = best_rate(
-                records_pipeline(m, record_path, True), args.repeat, args.records)
-            r["images/s (decode+resize+batch, AUTOTUNE)"] = best_rate(
-                image_pipeline(m, paths, m.data.AUTOTUNE), args.repeat, args.images)
+        workloads = [
+            ("records/s (parse_single_example + map)", lambda m: records_pipeline(m, record_path, False),
+             args.records),
+            ("records/s (batch 64 + parse_example)", lambda m: records_pipeline(m, record_path, True), args.records),
+            ("images/s (decode+resize+batch, AUTOTUNE)", lambda m: image_pipeline(m, paths, m.data.AUTOTUNE),
+             args.images),
+            ("records/s (parse_example VarLen -> SparseTensor -> to_dense)", lambda m: varlen_pipeline(m, varlen_path),
+             args.records),
+            ("sequences/s (bucket_by_sequence_length, 5 buckets)", lambda m: bucket_pipeline(m, args.records),
+             args.records),
+        ]
+        for name in libs:
+            results[name] = {}
+        for metric, build, expect in workloads:
+            print(f"timing {metric} ...", file=sys.stderr)
+            rates = best_rates({name: build(m) for name, m in libs.items()}, args.repeat, expect)
+            for name, rate in rates.items():
+                results[name][metric] = rate
         threads = sorted({1, 2, 4, cores()} & set(range(1, cores() + 1)))
         scaling = {}
         for k in threads:

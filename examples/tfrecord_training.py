@@ -8,6 +8,10 @@
    With `--profile`, the second epoch is profiled: TensorBoard's Profile tab then shows
    each step next to the input pipeline's iterator events (`Iterator::Root::Prefetch::...`).
 
+Every epoch's iterator also records how long each step waited for the pipeline; the panel
+(`jitflow panel --logdir runs/tfrecord_training`, page "input") says whether training was
+input-bound and which fix to try.
+
 Run: python examples/tfrecord_training.py [--logdir runs/tfrecord_training] [--epochs 3] [--profile]
 Then: tensorboard --logdir runs/tfrecord_training
 """

@@ -43,11 +43,20 @@ for _part in ("tracer", "summary", "webui"):
 # are not needed by a program that only runs ops (and `import jitflow` stays fast).
 _LAZY_MODULES = {"summary": "jitflow.summary", "profiler": "jitflow.profiler",
                  "data": "jitflow.runtime.data", "io": "jitflow.runtime.io", "image": "jitflow.runtime.image",
-                 "strings": "jitflow.runtime.strings", "saved_model": "jitflow.runtime.saved_model",
+                 "strings": "jitflow.runtime.strings", "sparse": "jitflow.runtime.sparse",
+                 "saved_model": "jitflow.runtime.saved_model",
                  "keras": "jitflow.keras", "distribute": "jitflow.distribute"}
 
 
+# Top-level names that live in a lazy module (TF's `tf.SparseTensor` is `tf.sparse.SparseTensor`).
+_LAZY_NAMES = {"SparseTensor": "jitflow.runtime.sparse", "SparseTensorSpec": "jitflow.runtime.sparse"}
+
+
 def __getattr__(name: str):
+    if name in _LAZY_NAMES:
+        value = getattr(_importlib.import_module(_LAZY_NAMES[name]), name)
+        globals()[name] = value
+        return value
     target = _LAZY_MODULES.get(name)
     if target is None:
         raise AttributeError(f"module 'jitflow' has no attribute {name!r}")
@@ -64,7 +73,8 @@ globals()["bool"] = _runtime.bool_
 
 __all__ = sorted(set(_runtime.__all__) | {
     "bool", "autograph", "config", "debugging", "initializers", "keras", "losses", "math", "nn", "optimizers", "random",
-    "train", "summary", "profiler", "data", "io", "image", "strings", "saved_model", "distribute", "linalg", "test",
+    "train", "summary", "profiler", "data", "io", "image", "strings", "sparse", "SparseTensor", "SparseTensorSpec",
+    "saved_model", "distribute", "linalg", "test",
     "types", "__version__",
 } - {"__version__"})
 

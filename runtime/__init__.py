@@ -11,6 +11,7 @@ below it (`tests/architecture/test_import_structure.py` enforces this):
     tracing     jf.function, AutoGraph, control flow and its gradients
     backends    the CUDA kernel table, loaded on first use of a GPU
     training    optimizers, losses, initializers, checkpoints
+    sparse      SparseTensor and the jf.sparse ops (loaded with jf.sparse / jf.io / jf.data)
 
 Loading this package loads every stage, so that each op, kernel and gradient is
 registered; the names below are what `jitflow` re-exports.

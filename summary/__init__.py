@@ -22,6 +22,7 @@ projector), `hparams` (TensorBoard's hparams API on jitflow's writer).
 
 from jitflow.summary import experimental, hparams
 from jitflow.summary import trace_records as _trace_records  # noqa: F401 -- for its effect: writes trace records
+from jitflow.summary import input_pipeline as _input_pipeline  # noqa: F401 -- for its effect: input wait times
 from jitflow.summary.trace import trace_export, trace_off, trace_on
 from jitflow.summary.global_writer import GlobalSummaryWriter
 from jitflow.summary.torch_writer import SummaryWriter

@@ -118,6 +118,7 @@ class SummaryFileWriter:
     def _open(self) -> None:
         self._events = EventFileWriter(*self._args)
         self._add = self._events.add
+        self._opened_at = _now()  # what came before a writer is not attributed to it (input_pipeline)
 
     def __repr__(self) -> str:
         state = "closed" if self._events.closed else "open"

@@ -10,7 +10,7 @@ from flask import Flask, Response, jsonify, render_template, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException, SecurityError
 
-from . import charts, functions, hosts, profiles, runs, workers
+from . import charts, functions, hosts, inputs, profiles, runs, workers
 from .data import EXTENSION, ROOT_TOKEN, RunConverter, tensorboard_base
 from .logdir import Logdir
 
@@ -58,6 +58,7 @@ def create_app(logdir: str | os.PathLike | None = None,
     app.register_blueprint(functions.bp)
     app.register_blueprint(profiles.bp)
     app.register_blueprint(workers.bp)
+    app.register_blueprint(inputs.bp)
 
     _register_template_helpers(app)
     _register_errors(app)

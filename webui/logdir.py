@@ -37,10 +37,12 @@ from tensorboard.compat.proto import config_pb2
 from tensorboard.compat.tensorflow_stub import errors as tb_errors
 from tensorboard.compat.tensorflow_stub import pywrap_tensorflow
 
+from jitflow.summary.input_pipeline import PLUGIN_NAME as INPUT_PLUGIN
 from jitflow.summary.trace import GRAPH_ONLY_PLUGIN, RUN_METADATA_PLUGIN
 from jitflow.summary.trace_records import PLUGIN_NAME as TRACE_PLUGIN
 from jitflow.summary.trace_records import STATS_PLUGIN
 
+from . import input_model
 from . import records as _records
 
 ROOT_RUN = "."
@@ -75,6 +77,7 @@ class RunData:
     last_step: Optional[int] = None
     records: List[dict] = field(default_factory=list)       # trace records + step, wall_time
     profiles: List[ProfileRef] = field(default_factory=list)
+    input_iterators: Dict[int, dict] = field(default_factory=dict)  # dataset iterator id -> wait counters
     loaded_at: float = 0.0
     _run_metadata: Dict[Tuple[str, int], bytes] = field(default_factory=dict, repr=False)
 
@@ -291,6 +294,10 @@ class Logdir:
                 for event in events:
                     for payload in event.tensor_proto.string_val[:1]:
                         _records.decode_stats(payload, data.errors, f"{tag} at step {event.step}", calls, compiles)
+            elif plugin == INPUT_PLUGIN:
+                for event in events:
+                    for payload in event.tensor_proto.string_val[:1]:
+                        input_model.decode(payload, data.errors, f"{tag} at step {event.step}", data.input_iterators)
             elif plugin in (RUN_METADATA_PLUGIN, GRAPH_ONLY_PLUGIN):
                 for event in events:
                     if event.tensor_proto.string_val:

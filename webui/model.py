@@ -12,6 +12,7 @@ from tensorboard.compat.proto import config_pb2
 
 from jitflow.runtime.tracing import trace_records as _tr
 
+from . import input_model
 from .logdir import ProfileRef, RunData
 
 WARN_TRACES = 5   # the runtime's RetraceWarning fires after 5 traces; flag those functions
@@ -156,6 +157,7 @@ def run_summary(run: RunData) -> dict:
         "warnings": sum(1 for f in fns if f["warning"]),
         "trace_seconds": wall_seconds(run.records),
         "profiles": len(run.profiles),
+        "input": input_model.brief(run.input_iterators),
         "last_step": run.last_step,
         "loaded_at": run.loaded_at,
     }

@@ -17,11 +17,13 @@ def runs_payload() -> dict:
         summary["links"] = {
             "functions": url_for("functions.index", run=run.name),
             "profiles": url_for("profiles.index", run=run.name),
+            "input": url_for("inputs.index", run=run.name),
             "api": url_for("runs.run_json", run=run.name),
             "tensorboard": tensorboard_run_url(run.name),
         }
         runs.append(summary)
     totals = {k: sum(r[k] for r in runs) for k in ("functions", "traces", "retraces", "warnings", "profiles")}
+    totals["input_bound"] = sum(1 for r in runs if r["input"]["verdict"] in ("highly", "moderately"))
     return {"logdir": logdir.path, "runs": runs, "totals": totals,
             "runs_with_errors": sum(1 for r in runs if r["errors"])}
 
@@ -49,5 +51,6 @@ def run_json(run: str):
     summary["tags_by_plugin"] = data.tags_by_plugin
     summary["links"] = {"functions": url_for("functions.index_json", run=run),
                         "profiles": url_for("profiles.index_json", run=run),
+                        "input": url_for("inputs.index_json", run=run),
                         "tensorboard": tensorboard_run_url(run)}
     return jsonify(summary)

@@ -75,12 +75,14 @@ complex64 = DType("complex64", np.complex64, 8, "c")
 complex128 = DType("complex128", np.complex128, 18, "c")
 # Variables inside graphs flow as resource handles (never as user tensors).
 resource = DType("resource", object, 20, "r")
+# A dataset-valued element (a `window`'s) is TF's DT_VARIANT; it never reaches a kernel.
+variant = DType("variant", object, 21, "v")
 
 half = float16
 double = float64
 
 ALL_DTYPES = (float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string, complex64, complex128)
-_BY_NAME = {d.name: d for d in ALL_DTYPES + (resource,)}
+_BY_NAME = {d.name: d for d in ALL_DTYPES + (resource, variant)}
 _BY_NAME.update({"half": float16, "float": float32, "double": float64})
 _BY_NUMPY = {d.as_numpy_dtype: d for d in ALL_DTYPES if not d.is_string}
 _BY_NUMPY[np.dtype(object)] = string

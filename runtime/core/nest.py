@@ -35,8 +35,25 @@ class CompositeTensor:
     def _needs_probe(self) -> bool:
         return False
 
+    # A composite that can be a `jf.function` argument or result returns its type spec here
+    # (TF's `TypeSpec`): a hashable value with `_component_specs()` (TensorSpecs of the
+    # components, e.g. a SparseTensor's indices/values/dense_shape) and
+    # `_from_components(tensors)`. Functions key their cache on the spec, not on identity.
+    # None (the default, TensorArray's case) keys the object by identity.
+    _type_spec: Any = None
+
     def _complete(self, like: Any) -> "CompositeTensor":
         return self
+
+
+class TypeSpec:
+    """Base of the type specs of composite tensors (TF's `tf.TypeSpec`; `jf.SparseTensorSpec`).
+
+    A spec is hashable and provides `_component_specs()` (TensorSpecs of the components),
+    `_from_components(tensors)`, `is_compatible_with(other)` and
+    `most_specific_common_supertype(others)`. `jf.function` keys composite arguments by it,
+    and accepts it in an `input_signature`.
+    """
 
 
 def flatten(structure: Any) -> List[Any]:

@@ -12,16 +12,19 @@ TensorBoard's input-pipeline analysis groups by those names.
 from __future__ import annotations
 
 import abc
+from time import perf_counter_ns
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
-from jitflow.runtime.core import context, instrument
+from jitflow.runtime.core import context, input_stats, instrument
 from jitflow.runtime.core.errors import InvalidArgumentError, OutOfRangeError
 from jitflow.runtime.ops.constant_op import constant
+from jitflow.runtime.core.shapes import TensorShape
 from jitflow.runtime.core.tensor import TensorSpec
 from jitflow.runtime.data import structure as _s
+from jitflow.runtime.data.options import Options
 from jitflow.runtime.data.traced import fold
 
 AUTOTUNE = -1
@@ -30,6 +33,41 @@ UNKNOWN_CARDINALITY = -2
 
 Element = tuple  # a flat tuple of numpy arrays
 _REGISTRY: Dict[str, Callable[..., "Dataset"]] = {}
+
+
+class DatasetSpec:
+    """The type of a dataset-valued element, such as each window of `Dataset.window` (TF's name).
+
+    >>> jf.data.Dataset.range(5).window(2).element_spec
+    DatasetSpec(TensorSpec(shape=(), dtype=jf.int64, name=None), TensorShape([]))
+    """
+
+    _dims: tuple = ()
+    _dtype = _dt.variant
+
+    def __init__(self, element_spec: Any, dataset_shape: Any = ()) -> None:
+        self._element_spec = element_spec
+
+    @property
+    def element_spec(self) -> Any:
+        return self._element_spec
+
+    @property
+    def shape(self) -> Any:
+        return TensorShape(())
+
+    @property
+    def value_type(self) -> type:
+        return Dataset
+
+    def __repr__(self) -> str:
+        return f"DatasetSpec({self._element_spec!r}, TensorShape([]))"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, DatasetSpec) and repr(other._element_spec) == repr(self._element_spec)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
 
 
 def register(name: str) -> Callable[[type], type]:
@@ -44,6 +82,10 @@ def _build(name: str, *args: Any, **kwargs: Any) -> "Dataset":
     return _REGISTRY[name](*args, **kwargs)
 
 
+def _bucket_by_sequence_length(*args: Any) -> "Dataset":
+    return _REGISTRY["bucket_by_sequence_length"](*args)
+
+
 class Dataset(abc.ABC):
     """A sequence of elements (nested structures of tensors) with TF's `tf.data.Dataset` API.
 
@@ -54,6 +96,9 @@ class Dataset(abc.ABC):
     """
 
     _kind = "Dataset"  # TF's dataset type name, used in iterator event names
+
+    _own_options: Optional[Options] = None   # set by with_options
+    _pipeline_options: Optional[Options] = None  # the whole pipeline's, set when iteration starts
 
     def __init__(self, template: Any, inputs: Sequence["Dataset"] = ()) -> None:
         self._template = template
@@ -72,6 +117,11 @@ class Dataset(abc.ABC):
 
     # -- iteration ----------------------------------------------------------------------
     def _iter_flat(self, prefix: str = "Iterator::Root") -> Iterator[Element]:
+        if prefix == "Iterator::Root":  # a new pipeline: every node sees its merged options
+            self._configure(self.options())
+        return self._iter_node(prefix)
+
+    def _iter_node(self, prefix: str) -> Iterator[Element]:
         name = f"{prefix}::{self._kind}"
         it = self._gen(name)
         if instrument.enabled:
@@ -94,6 +144,9 @@ class Dataset(abc.ABC):
         [np.int64(0), np.int64(1), np.int64(2)]
         """
         template = self._template
+        if _s.has_datasets(template):
+            raise TypeError("`jf.data.Dataset.as_numpy_iterator()` is not supported for datasets that produce "
+                            "values of type Dataset (window elements); iterate them, or flat_map them first")
         for flat in self._iter_flat():
             yield _s.to_numpy(template, flat)
 
@@ -107,6 +160,17 @@ class Dataset(abc.ABC):
         if n == UNKNOWN_CARDINALITY:
             raise TypeError("The dataset length is unknown.")
         return n
+
+    def _configure(self, options: Options) -> None:
+        seen = set()
+        stack: List[Dataset] = [self]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            node._pipeline_options = options
+            stack.extend(node._inputs)
 
     # -- properties ---------------------------------------------------------------------
     @property
@@ -246,6 +310,19 @@ class Dataset(abc.ABC):
         """
         return _build("padded_batch", self, batch_size, padded_shapes, padding_values, drop_remainder)
 
+    def sparse_batch(self, batch_size: int, row_shape: Any, name: Optional[str] = None) -> "Dataset":
+        """Batch variable-size elements into SparseTensors of dense shape `[n, *row_shape]`
+        holding every entry (zeros too); each element must fit `row_shape` (TF's
+        `sparse_batch`, `dense_to_sparse_batch`).
+
+        >>> rows = lambda: iter([[1, 2, 3], [4, 5]])
+        >>> ds = jf.data.Dataset.from_generator(rows, output_signature=jf.TensorSpec([None], jf.int32))
+        >>> sp = next(iter(ds.sparse_batch(2, [4])))
+        >>> sp.indices.numpy().tolist(), sp.dense_shape.numpy().tolist()
+        ([[0, 0], [0, 1], [0, 2], [1, 0], [1, 1]], [2, 4])
+        """
+        return _build("sparse_batch", self, batch_size, row_shape)
+
     def unbatch(self, name: Optional[str] = None) -> "Dataset":
         """Split every element along its first dimension into separate elements.
 
@@ -379,6 +456,75 @@ class Dataset(abc.ABC):
             raise InvalidArgumentError("get_single_element: the dataset has more than one element")
         return _s.to_tensors(self._template, first, self._dtypes)
 
+    def window(self, size: int, shift: Optional[int] = None, stride: int = 1, drop_remainder: bool = False,
+               name: Optional[str] = None) -> "Dataset":
+        """A dataset of windows, each a dataset (a structure of datasets for structured
+        elements) of up to `size` elements: window i starts at element `i * shift` (default
+        `size`) and takes every `stride`-th element. The last windows may be shorter unless
+        `drop_remainder` (TF's rules).
+
+        >>> windows = jf.data.Dataset.range(7).window(3, shift=2, drop_remainder=True)
+        >>> [w.tolist() for w in windows.flat_map(lambda w: w.batch(3)).as_numpy_iterator()]
+        [[0, 1, 2], [2, 3, 4], [4, 5, 6]]
+        """
+        return _build("window", self, size, shift, stride, drop_remainder)
+
+    def group_by_window(self, key_func: Callable, reduce_func: Callable, window_size: Optional[int] = None,
+                        window_size_func: Optional[Callable] = None, name: Optional[str] = None) -> "Dataset":
+        """Group elements by `key_func(element)` (an int64 scalar, traced); each full group of
+        `window_size` (or `window_size_func(key)`) elements becomes `reduce_func(key, window)`,
+        a dataset whose elements are produced in its place. Unfinished groups are reduced at
+        the end of the input in increasing key order (TF's order).
+
+        >>> ds = jf.data.Dataset.range(10).group_by_window(
+        ...     key_func=lambda x: x % 2, reduce_func=lambda key, w: w.batch(5), window_size=5)
+        >>> [b.tolist() for b in ds.as_numpy_iterator()]
+        [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
+        """
+        return _build("group_by_window", self, key_func, reduce_func, window_size, window_size_func)
+
+    def bucket_by_sequence_length(self, element_length_func: Callable, bucket_boundaries: Sequence[int],
+                                  bucket_batch_sizes: Sequence[int], padded_shapes: Any = None,
+                                  padding_values: Any = None, pad_to_bucket_boundary: bool = False,
+                                  no_padding: bool = False, drop_remainder: bool = False,
+                                  name: Optional[str] = None) -> "Dataset":
+        """Batch elements of similar length together: an element of length L goes to bucket i
+        where `bucket_boundaries[i-1] <= L < bucket_boundaries[i]`, and each bucket is
+        `padded_batch`ed with `bucket_batch_sizes[i]` (padded to the bucket's longest, or to
+        `boundary - 1` with `pad_to_bucket_boundary`), as TF's.
+
+        >>> rows = lambda: ([1] * n for n in [1, 5, 2, 6, 3, 7])
+        >>> ds = jf.data.Dataset.from_generator(rows, output_signature=jf.TensorSpec([None], jf.int32))
+        >>> ds = ds.bucket_by_sequence_length(lambda x: jf.size(x), [4], [3, 3])
+        >>> [b.shape for b in ds.as_numpy_iterator()]
+        [(3, 3), (3, 7)]
+        """
+        return _bucket_by_sequence_length(self, element_length_func, bucket_boundaries, bucket_batch_sizes,
+                                          padded_shapes, padding_values, pad_to_bucket_boundary, no_padding,
+                                          drop_remainder)
+
+    def with_options(self, options: Options, name: Optional[str] = None) -> "Dataset":
+        """This dataset with pipeline `options` (merged with those set upstream; these win).
+
+        >>> opts = jf.data.Options(); opts.deterministic = False
+        >>> jf.data.Dataset.range(3).with_options(opts).options().deterministic
+        False
+        """
+        return _build("with_options", self, options)
+
+    def options(self) -> Options:
+        """The pipeline's options: those of its inputs merged, then its own (`with_options`).
+
+        >>> jf.data.Dataset.range(3).options().deterministic is None
+        True
+        """
+        merged = Options()
+        for ds in self._inputs:
+            merged = merged.merge(ds.options())
+        if self._own_options is not None:
+            merged = merged.merge(self._own_options)
+        return merged
+
     def apply(self, transformation_func: Callable[["Dataset"], "Dataset"]) -> "Dataset":
         """`transformation_func(self)`, which must return a Dataset (for reusable pipeline pieces).
 
@@ -388,6 +534,25 @@ class Dataset(abc.ABC):
         if not isinstance(out, Dataset):
             raise TypeError(f"transformation_func: must return a Dataset; got {type(out).__name__}")
         return out
+
+
+def _describe(dataset: Dataset) -> tuple:
+    """(TF-style iterator name of the main chain, every transformation kind in the pipeline)."""
+    chain = []
+    node: Optional[Dataset] = dataset
+    while node is not None:
+        if node._kind != "Options":
+            chain.append(node._kind)
+        node = node._inputs[0] if node._inputs else None
+    kinds, seen, stack = [], set(), [dataset]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        kinds.append(node._kind)
+        stack.extend(node._inputs)
+    return "::".join(["Iterator::Root"] + chain), sorted(set(kinds))
 
 
 def _traced(it: Iterator[Element], name: str) -> Iterator[Element]:
@@ -415,6 +580,7 @@ class OwnedIterator:
         self._dtypes = dataset._dtypes
         self._it = dataset._iter_flat()
         self._steps = 0
+        self._stats = input_stats.track(*_describe(dataset))
 
     @property
     def element_spec(self) -> Any:
@@ -424,11 +590,17 @@ class OwnedIterator:
         return self
 
     def __next__(self) -> Any:
-        if instrument.enabled:  # TF's host op for each element the program takes
-            with instrument.region("IteratorGetNext", step=self._steps):
+        start = perf_counter_ns()
+        try:
+            if instrument.enabled:  # TF's host op for each element the program takes
+                with instrument.region("IteratorGetNext", step=self._steps):
+                    flat = next(self._it)
+            else:
                 flat = next(self._it)
-        else:
-            flat = next(self._it)
+        except StopIteration:
+            self._stats.record(start, perf_counter_ns(), False)
+            raise
+        self._stats.record(start, perf_counter_ns(), True)
         self._steps += 1
         return _s.to_tensors(self._template, flat, self._dtypes)
 

@@ -12,12 +12,13 @@ import collections
 import os
 import queue
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Generator, Iterator, List, Optional
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, Callable, Generator, Iterator, List, Optional, Tuple
 
 from jitflow.runtime.data import structure as _s
-from jitflow.runtime.data.dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset, Element, register
+from jitflow.runtime.data.dataset import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset, DatasetSpec, Element, register
 from jitflow.runtime.data.traced import TracedFunction
+from jitflow.runtime.data.windows import ElementsDataset
 
 
 def cores() -> int:
@@ -46,18 +47,29 @@ class ParallelMapDataset(Dataset):
                  deterministic: Optional[bool]) -> None:
         self._input = input_ds
         self._workers = _parallelism(num_parallel_calls, "num_parallel_calls")
-        self._deterministic = deterministic is not False
+        self._deterministic_arg = deterministic
         self._fn = TracedFunction(map_func, input_ds._template, "map")
         super().__init__(self._fn.out_template, [input_ds])
 
+    def _settings(self) -> Tuple[int, bool]:
+        """(threads, deterministic) after the pipeline's options (threadpool cap, deterministic default)."""
+        options = self._pipeline_options
+        workers = self._workers
+        if options is not None and options._threadpool():
+            workers = min(workers, options._threadpool())
+        if self._deterministic_arg is not None:
+            return workers, bool(self._deterministic_arg)
+        return workers, options is None or options._deterministic()
+
     def _gen(self, name: str) -> Iterator[Element]:
-        if self._workers == 1:
+        workers, deterministic = self._settings()
+        if workers == 1:
             fn = self._fn
             for flat in self._input._iter_flat(name):
                 yield fn(flat)
             return
-        pool = ThreadPoolExecutor(self._workers, thread_name_prefix="jf.data.map")
-        window = 2 * self._workers  # elements in flight: bounded memory
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="jf.data.map")
+        window = 2 * workers  # elements in flight: bounded memory
         pending: "collections.deque[Future]" = collections.deque()
         it = self._input._iter_flat(name)
         fn = self._fn
@@ -65,16 +77,17 @@ class ParallelMapDataset(Dataset):
             for flat in it:
                 pending.append(pool.submit(fn, flat))
                 if len(pending) >= window:
-                    yield self._take(pending)
+                    yield self._take(pending, deterministic)
             while pending:
-                yield self._take(pending)
+                yield self._take(pending, deterministic)
         finally:
             for f in pending:
                 f.cancel()
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _take(self, pending: "collections.deque[Future]") -> Element:
-        if not self._deterministic:  # the first finished, not the oldest
+    def _take(self, pending: "collections.deque[Future]", deterministic: bool) -> Element:
+        if not deterministic:  # the first finished (waiting for one if none is), not the oldest
+            wait(pending, return_when=FIRST_COMPLETED)
             for f in pending:
                 if f.done():
                     pending.remove(f)
@@ -147,15 +160,20 @@ class PrefetchDataset(Dataset):
             raise ValueError(f"buffer_size: expected a non-negative int or jf.data.AUTOTUNE; got {buffer_size!r}")
         self._input = input_ds
         # AUTOTUNE: enough to overlap a step with the next element's production, no more.
+        self._autotune = buffer_size == AUTOTUNE
         self._buffer = 2 if buffer_size == AUTOTUNE else buffer_size
         super().__init__(input_ds._template, [input_ds])
 
     def _gen(self, name: str) -> Iterator[Element]:
         it = self._input._iter_flat(name)
-        if self._buffer == 0:
+        buffer = self._buffer
+        options = self._pipeline_options
+        if self._autotune and options is not None and options.autotune.enabled is False:
+            buffer = 1  # TF's untuned start value
+        if buffer == 0:
             yield from it
             return
-        yield from background(it, self._buffer, "jf.data.prefetch")
+        yield from background(it, buffer, "jf.data.prefetch")
 
     def _cardinality(self) -> int:
         return self._input._cardinality()
@@ -186,6 +204,14 @@ class InterleaveDataset(Dataset):
     def _open_template(self) -> Dataset:
         # map_func returns datasets, which need concrete values, so the output structure
         # comes from opening the dataset of the first input element (opening reads nothing).
+        template = self._input._template
+        if _s.has_datasets(template) and all(isinstance(leaf, DatasetSpec) for leaf in _s.flatten(template)):
+            # Window elements: empty windows of the same structure say what map_func builds.
+            element = _s.map_structure(lambda spec: ElementsDataset(spec.element_spec, []), template)
+            args = element if isinstance(element, tuple) and not hasattr(element, "_fields") else (element,)
+            ds = self._map_func(*args)
+            if isinstance(ds, Dataset):
+                return ds
         for flat in self._input._iter_flat("Iterator::Probe"):
             return self._open(flat)
         raise ValueError("interleave: the input dataset is empty, so the element structure of the "

@@ -15,6 +15,7 @@ from jitflow.runtime.core.errors import InvalidArgumentError, NotFoundError
 from jitflow.runtime.ops import random_ops
 from jitflow.runtime.core.shapes import is_compatible, relax
 from jitflow.runtime.core.tensor import TensorSpec
+from jitflow.runtime.data import sparse_rows
 from jitflow.runtime.data import structure as _s
 from jitflow.runtime.data.dataset import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset,
                                           Element, register)
@@ -28,6 +29,15 @@ class TensorSliceDataset(Dataset):
         template, arrays, dtypes = _s.to_arrays(tensors, "from_tensor_slices")
         if not arrays:
             raise ValueError("from_tensor_slices: tensors must contain at least one tensor; got an empty structure")
+        slots = _s.slots(template)
+        self._rows: Optional[List[Element]] = None
+        if len(slots) != len(arrays):  # SparseTensor components: sliced row by row once, as unbatch does
+            self._rows = list(sparse_rows.unbatch_slots(iter([tuple(arrays)]), [(start, _s.is_sparse(spec))
+                                                                    for spec, start in slots]))
+            self._arrays = []
+            self._n = len(self._rows)
+            Dataset.__init__(self, _s.map_structure(sparse_rows.inner_spec, template))
+            return
         for i, a in enumerate(arrays):
             if a.ndim == 0:
                 raise InvalidArgumentError(f"from_tensor_slices: component {i} is a scalar; every component "
@@ -43,6 +53,9 @@ class TensorSliceDataset(Dataset):
         super().__init__(_s.pack(template, specs))
 
     def _gen(self, name: str) -> Iterator[Element]:
+        if self._rows is not None:
+            yield from self._rows
+            return
         arrays = self._arrays
         if len(arrays) == 1:
             a = arrays[0]

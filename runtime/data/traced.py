@@ -19,6 +19,11 @@ from jitflow.runtime.ops import registry
 from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.core.tensor import EagerTensor, TensorSpec
 from jitflow.runtime.data import structure as _s
+from jitflow.runtime.sparse.sparse_tensor import SparseTensor
+
+
+def _as_value(v: Any) -> Any:
+    return v if isinstance(v, SparseTensor) else convert_to_tensor(v)
 
 
 class TracedFunction:
@@ -27,6 +32,9 @@ class TracedFunction:
     def __init__(self, fn: Callable, template: Any, what: str, *, unpack_tuples: bool = True) -> None:
         if not callable(fn):
             raise TypeError(f"{what}: expected a callable; got {type(fn).__name__}")
+        if _s.has_datasets(template):
+            raise TypeError(f"{what}: the elements are datasets (from window or group_by_window); use flat_map "
+                            "or interleave, whose function receives the datasets in Python")
         self.what = what
         self.out_template: Any = None
         in_specs = [TensorSpec(s._dims, s._dtype) for s in _s.spec_leaves(template)]
@@ -35,12 +43,11 @@ class TracedFunction:
         def flat_fn(flat):
             args = _s.pack(template, list(flat))
             result = converted_call(fn, tuple(args) if unpack else (args,), {})
-            leaves = _s.flatten(result, lists_are_structure=True)
-            if not leaves:
+            converted = _s.map_structure(_as_value, result, lists_are_structure=True)
+            tensors = _s.flatten(converted)
+            if not tensors:
                 raise ValueError(f"{what}: {getattr(fn, '__name__', fn)} returned no tensors")
-            tensors = [convert_to_tensor(v) for v in leaves]
-            self.out_template = _s.pack(_s.map_structure(lambda v: v, result, lists_are_structure=True),
-                                        [TensorSpec(t._dims, t._dtype) for t in tensors])
+            self.out_template = _s.map_structure(_s.spec_of, converted)
             return list(tensors)
 
         name = getattr(fn, "__name__", type(fn).__name__).replace("<lambda>", "lambda")

@@ -2,9 +2,9 @@
 feature specs `FixedLenFeature`, `VarLenFeature`, `FixedLenSequenceFeature`.
 
 One graph op (TF's `ParseExampleV2`) parses a scalar or a batch of records with protobuf's
-C parser. `VarLenFeature` gives a dense tensor (a 1-D `[n]` for one record, zero-padded
-`[batch, max_n]` for a batch) where TF gives a `SparseTensor`; jitflow has no sparse
-tensors, and the dense form is what pipelines usually convert to anyway.
+C parser. `VarLenFeature` gives a `jf.sparse.SparseTensor`, exactly TF's: for one record
+indices `[[0], [1], ...]` and dense_shape `[n]`; for a batch, indices `[[record, j], ...]`
+and dense_shape `[batch, max_n]` (`jf.sparse.to_dense` gives the zero-padded form).
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from jitflow.runtime.ops.registry import apply, register
 from jitflow.runtime.core.tensor import Tensor
 from jitflow.runtime.io import example_pb
 from jitflow.runtime.io.file_ops import as_bytes
+from jitflow.runtime.sparse.sparse_tensor import SparseTensor
 
 _ALLOWED = (_dt.int64, _dt.float32, _dt.string)
 _LIST_FIELD = {_dt.int64: "int64_list", _dt.float32: "float_list", _dt.string: "bytes_list"}
@@ -37,7 +38,7 @@ class FixedLenFeature(NamedTuple):
 
 
 class VarLenFeature(NamedTuple):
-    """A feature with any number of values, parsed to a dense 1-D tensor (TF: a SparseTensor).
+    """A feature with any number of values, parsed to a `jf.sparse.SparseTensor` (TF's).
 
     >>> spec = {"tags": jf.io.VarLenFeature(jf.string)}
     """
@@ -175,8 +176,46 @@ def _pad_stack(arrays: List[np.ndarray], fill: Any) -> np.ndarray:
     return out
 
 
+def _sparse_1d(values: np.ndarray) -> List[np.ndarray]:
+    """One record's VarLenFeature as TF's SparseTensor components: indices [n, 1], values, shape [n]."""
+    n = values.shape[0]
+    return [np.arange(n, dtype=np.int64).reshape(n, 1), values, np.array([n], dtype=np.int64)]
+
+
+def _sparse_rows(rows: List[np.ndarray], dtype: _dt.DType) -> List[np.ndarray]:
+    """Per-row value lists as one rank-2 SparseTensor: indices [[row, j]], dense_shape [rows, max_n]."""
+    lengths = np.array([r.shape[0] for r in rows], dtype=np.int64)
+    return _sparse_flat([v for r in rows for v in r], lengths, dtype)
+
+
+def _sparse_flat(flat_values: list, lengths: np.ndarray, dtype: _dt.DType) -> List[np.ndarray]:
+    """Rows given as one flat value list and per-row counts, as SparseTensor components."""
+    total = int(lengths.sum())
+    row_ids = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    starts = np.cumsum(lengths) - lengths
+    cols = np.arange(total, dtype=np.int64) - np.repeat(starts, lengths)
+    if dtype is _dt.string:
+        values = np.empty(total, dtype=object)
+        if total:
+            values[:] = flat_values
+    else:
+        values = np.array(flat_values, dtype=dtype.as_numpy_dtype)
+    shape = np.array([len(lengths), int(lengths.max()) if len(lengths) else 0], dtype=np.int64)
+    return [np.stack([row_ids, cols], axis=1).reshape(total, 2), values, shape]
+
+
+def _expand_sparse(out: List[np.ndarray], specs: Sequence[_Spec]) -> List[np.ndarray]:
+    flat: List[np.ndarray] = []
+    for arr, spec in zip(out, specs):
+        flat.extend(_sparse_1d(arr) if spec[1] == "var" else [arr])
+    return flat
+
+
 def _parse_kernel(serialized, specs, batched):
-    out = _parse_batch(serialized, specs) if batched else _parse_one(as_bytes(serialized, "serialized"), specs, None)
+    if batched:
+        out = _parse_batch(serialized, specs)
+    else:
+        out = _expand_sparse(_parse_one(as_bytes(serialized, "serialized"), specs, None), specs)
     return out[0] if len(out) == 1 else tuple(out)  # a one-output op returns the array itself
 
 
@@ -187,8 +226,12 @@ def _parse_batch(serialized, specs) -> List[np.ndarray]:
     parse = example_pb.message_class("Example").FromString
     n = len(flat)
     fixed = [(j, spec) for j, spec in enumerate(specs) if spec[1] == "fixed"]
-    other = [(j, spec) for j, spec in enumerate(specs) if spec[1] != "fixed"]
+    var = [(j, key, dtype, _LIST_FIELD[dtype]) for j, (key, kind, dtype, _, _) in enumerate(specs) if kind == "var"]
+    other = [(j, spec) for j, spec in enumerate(specs) if spec[1] == "seq"]
     values: Dict[int, list] = {j: [] for j, _ in fixed}
+    # VarLenFeatures: every record's values in one flat list, plus each record's count.
+    var_values: Dict[int, list] = {j: [] for j, *_ in var}
+    var_lengths: Dict[int, List[int]] = {j: [] for j, *_ in var}
     columns: Dict[int, List[np.ndarray]] = {j: [] for j, _ in other}
     # Per feature, once: (output slot, key, dtype, field name, value count, default values).
     plan = [(j, key, dtype, _LIST_FIELD[dtype], int(np.prod(shape)) if shape else 1, shape,
@@ -219,6 +262,18 @@ def _parse_batch(serialized, specs) -> List[np.ndarray]:
                 raise InvalidArgumentError(f"Key: {key}.  Can't parse serialized Example (record {i} of the "
                                            f"batch): shape {list(shape)} needs {count} values; got {len(raw)}")
             values[j].extend(raw)
+        for j, key, _dtype, field in var:
+            feature = fmap.get(key)
+            which = feature.WhichOneof("kind") if feature is not None else None
+            if which is None:
+                var_lengths[j].append(0)
+                continue
+            if which != field:
+                raise InvalidArgumentError(f"Key: {key}.  Data types don't match. Data type: "
+                                           f"{_KIND_NAME[which]} but expected type: {_KIND_NAME[field]}")
+            raw = getattr(feature, which).value
+            var_values[j].extend(raw)
+            var_lengths[j].append(len(raw))
         if other:
             for (j, _), arr in zip(other, _parse_features(fmap, other_specs, f" (record {i} of the batch)")):
                 columns[j].append(arr)
@@ -230,13 +285,18 @@ def _parse_batch(serialized, specs) -> List[np.ndarray]:
         else:
             arr = np.array(values[j], dtype=dtype.as_numpy_dtype)
         out[j] = arr.reshape((n,) + shape)
+    for j, _key, dtype, _field in var:
+        out[j] = _sparse_flat(var_values[j], np.array(var_lengths[j], dtype=np.int64), dtype)
     for j, (_key, kind, dtype, shape, default) in other:
         fill = b"" if dtype is _dt.string else 0
         if kind == "seq" and default[1] is not None and default[1].size:
             fill = default[1].reshape(-1)[0]
         column = columns[j]
         out[j] = _pad_stack(column, fill) if column else np.empty((0, 0) + shape, dtype=dtype.as_numpy_dtype)
-    return out
+    outputs: List[np.ndarray] = []
+    for arr in out:
+        outputs.extend(arr if isinstance(arr, list) else [arr])
+    return outputs
 
 
 def _parse_infer(specs, attrs):
@@ -248,28 +308,51 @@ def _parse_infer(specs, attrs):
         raise InvalidArgumentError(f"serialized must be {what} string tensor; got shape {list(dims)}")
     lead = (dims[0] if dims is not None else None,) if batched else ()
     out = []
+    rank = 2 if batched else 1
     for _key, kind, dt, shape, _default in attrs["specs"]:
         if kind == "fixed":
             out.append((lead + shape, dt))
+        elif kind == "var":
+            out += _sparse_specs(rank, dt)
         else:
             out.append((lead + (None,) + shape, dt))
     return out
+
+
+def _sparse_specs(rank: int, dtype: _dt.DType) -> List[Tuple[Tuple[Optional[int], ...], _dt.DType]]:
+    return [((None, rank), _dt.int64), ((None,), dtype), ((rank,), _dt.int64)]
 
 
 register("ParseExampleV2", _parse_infer, cpu=_parse_kernel, public_name="io.parse_example",
          default_name="ParseExampleV2")
 
 
-def _parse(serialized: Any, features: Dict[str, Any], batched: bool, name: Optional[str]) -> Dict[str, Tensor]:
+def _group(specs: Sequence[_Spec], outs: Sequence[Tensor], sparse_dims: Tuple[Optional[int], ...]) -> List[Any]:
+    """The op's flat outputs with each VarLenFeature's three components made one SparseTensor."""
+    it = iter(outs)
+    grouped: List[Any] = []
+    for spec in specs:
+        if spec[1] == "var":
+            indices, values, shape = next(it), next(it), next(it)
+            grouped.append(SparseTensor._make(indices, values, shape, sparse_dims))
+        else:
+            grouped.append(next(it))
+    return grouped
+
+
+def _parse(serialized: Any, features: Dict[str, Any], batched: bool, name: Optional[str]) -> Dict[str, Any]:
     specs = _normalise(features)
-    outs = apply("ParseExampleV2", [convert_to_tensor(serialized, dtype=_dt.string)],
-                 {"specs": tuple(specs), "batched": batched}, name=name)
-    return {spec[0]: t for spec, t in zip(specs, outs)}
+    records = convert_to_tensor(serialized, dtype=_dt.string)
+    outs = apply("ParseExampleV2", [records], {"specs": tuple(specs), "batched": batched}, name=name)
+    lead = (records._dims[0] if records._dims else None,) if batched else ()
+    return {spec[0]: t for spec, t in zip(specs, _group(specs, outs, lead + (None,)))}
 
 
 def parse_single_example(serialized: Any, features: Dict[str, Any], name: Optional[str] = None,
-                         example_names: Any = None) -> Dict[str, Tensor]:
+                         example_names: Any = None) -> Dict[str, Any]:
     """Parse one serialized `Example` into a dict of tensors (TF's `tf.io.parse_single_example`).
+
+    `VarLenFeature`s come back as `jf.sparse.SparseTensor`s with 1-D indices, as TF's.
 
     >>> desc = {"image": jf.io.FixedLenFeature([], jf.string),
     ...         "label": jf.io.FixedLenFeature([], jf.int64)}
@@ -280,8 +363,10 @@ def parse_single_example(serialized: Any, features: Dict[str, Any], name: Option
 
 
 def parse_example(serialized: Any, features: Dict[str, Any], name: Optional[str] = None,
-                  example_names: Any = None) -> Dict[str, Tensor]:
+                  example_names: Any = None) -> Dict[str, Any]:
     """Parse a 1-D batch of serialized `Example`s; every output gains a leading batch dimension.
+
+    `VarLenFeature`s are SparseTensors of dense shape `[batch, longest]`, indices `[record, j]`.
 
     Cheaper than `parse_single_example` per record: batch first, then parse
     (`ds.batch(64).map(lambda s: jf.io.parse_example(s, desc))`).
@@ -298,7 +383,7 @@ def _parse_sequence_kernel(serialized, context_specs, sequence_specs):
         seq = example_pb.message_class("SequenceExample").FromString(data)
     except Exception as e:
         raise InvalidArgumentError(f"Could not parse SequenceExample input: {e}; got {len(data)} bytes") from None
-    out = _parse_features(seq.context.feature, context_specs, " (context)")
+    out = _expand_sparse(_parse_features(seq.context.feature, context_specs, " (context)"), context_specs)
     lists = seq.feature_lists.feature_list
     for key, kind, dtype, shape, default in sequence_specs:
         steps = lists[key].feature if key in lists else None
@@ -310,8 +395,7 @@ def _parse_sequence_kernel(serialized, context_specs, sequence_specs):
             steps = []
         rows = [_feature_values(f, key, dtype) for f in steps]
         if kind == "var":
-            fill = b"" if dtype is _dt.string else 0
-            out.append(_pad_stack(rows, fill) if rows else np.empty((0, 0), dtype=dtype.as_numpy_dtype))
+            out.extend(_sparse_rows(rows, dtype))
             continue
         item = int(np.prod(shape)) if shape else 1
         for t, r in enumerate(rows):
@@ -330,10 +414,17 @@ def _parse_sequence_infer(specs, attrs):
     check_kind(dtype, "s", "serialized")
     if dims is not None and dims != ():
         raise InvalidArgumentError(f"serialized must be a scalar string tensor; got shape {list(dims)}")
-    out = [((shape if kind == "fixed" else (None,) + shape), dt)
-           for key, kind, dt, shape, default in attrs["context_specs"]]
+    out: List[Any] = []
+    for _key, kind, dt, shape, _default in attrs["context_specs"]:
+        if kind == "var":
+            out += _sparse_specs(1, dt)
+        else:
+            out.append(((shape if kind == "fixed" else (None,) + shape), dt))
     for _key, kind, dt, shape, _default in attrs["sequence_specs"]:
-        out.append(((None, None) if kind == "var" else (None,) + shape, dt))
+        if kind == "var":
+            out += _sparse_specs(2, dt)
+        else:
+            out.append(((None,) + shape, dt))
     return out
 
 
@@ -347,7 +438,7 @@ def parse_single_sequence_example(serialized: Any, context_features: Optional[Di
     """Parse one serialized `SequenceExample` into `(context, sequences)` dicts (TF's name).
 
     Sequence features are `FixedLenSequenceFeature`s (`[steps, *shape]`) or
-    `VarLenFeature`s (dense `[steps, max_n]`, zero-padded; TF gives a SparseTensor).
+    `VarLenFeature`s (SparseTensors of dense shape `[steps, max_n]`, as TF's).
 
     >>> context, seqs = jf.io.parse_single_sequence_example(
     ...     record, {"length": jf.io.FixedLenFeature([], jf.int64)},
@@ -363,4 +454,7 @@ def parse_single_sequence_example(serialized: Any, context_features: Optional[Di
                             "got FixedLenFeature")
     outs = apply("ParseSequenceExampleV2", [convert_to_tensor(serialized, dtype=_dt.string)],
                  {"context_specs": tuple(ctx), "sequence_specs": tuple(seq)}, name=name)
-    return ({s[0]: t for s, t in zip(ctx, outs)}, {s[0]: t for s, t in zip(seq, outs[len(ctx):])})
+    n_ctx = sum(3 if s[1] == "var" else 1 for s in ctx)
+    context = _group(ctx, outs[:n_ctx], (None,))
+    sequences = _group(seq, outs[n_ctx:], (None, None))
+    return ({s[0]: t for s, t in zip(ctx, context)}, {s[0]: t for s, t in zip(seq, sequences)})

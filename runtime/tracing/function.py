@@ -42,7 +42,8 @@ from jitflow.runtime.ops import registry
 from jitflow.runtime.ops.registry import _wrap, apply, register
 from jitflow.runtime.core.shapes import format_dims, is_compatible
 from jitflow.runtime.core.tensor import EagerTensor, SymbolicTensor, Tensor, TensorSpec
-from jitflow.runtime.tracing.trace_types import (TENSOR, ArgChange, closest, key_to_spec, make_key,
+from jitflow.runtime.core.nest import CompositeTensor, TypeSpec
+from jitflow.runtime.tracing.trace_types import (COMPOSITE, TENSOR, ArgChange, closest, key_to_spec, make_key,
                                                  matches, relax_key)
 from jitflow.runtime.tracing.trace_types import describe
 from jitflow.runtime.ops.array_ops import identity
@@ -108,6 +109,16 @@ class _Out:
 
     def __init__(self, index: int) -> None:
         self.index = index
+
+
+class _CompositeOut:
+    """A composite result (a SparseTensor): its spec and the places of its components."""
+
+    __slots__ = ("spec", "parts")
+
+    def __init__(self, spec: Any, parts: List[Any]) -> None:
+        self.spec = spec
+        self.parts = parts
 
 
 def _call_site() -> str:
@@ -370,6 +381,8 @@ class ConcreteFunction:
     def _pack(self, template: Any, outs: tuple) -> Any:
         if isinstance(template, _Out):
             return _wrap(outs[template.index], self._out_dtypes[template.index])
+        if isinstance(template, _CompositeOut):
+            return template.spec._from_components([self._pack(t, outs) for t in template.parts])
         if isinstance(template, list):
             return [self._pack(t, outs) for t in template]
         if isinstance(template, tuple):
@@ -388,6 +401,8 @@ class ConcreteFunction:
     def _pack_symbolic(self, template: Any, outs: List[Tensor]) -> Any:
         if isinstance(template, _Out):
             return outs[template.index]
+        if isinstance(template, _CompositeOut):
+            return template.spec._from_components([self._pack_symbolic(t, outs) for t in template.parts])
         if isinstance(template, list):
             return [self._pack_symbolic(t, outs) for t in template]
         if isinstance(template, tuple):
@@ -408,7 +423,7 @@ def _has_tensors(key: Any) -> bool:
         return any(_has_tensors(k) for k in key[2])
     if tag == "D":
         return any(_has_tensors(k) for k in key[2])
-    return False
+    return tag == COMPOSITE
 
 
 def _match_structure(key: Any, value: Any, path: str, fname: str, leaves: List[Any]) -> None:
@@ -429,6 +444,13 @@ def _match_structure(key: Any, value: Any, path: str, fname: str, leaves: List[A
             raise InputSignatureError(f"{fname}: {path} expected a dict with keys {list(key[1])}; got {value!r}")
         for k, sub in zip(key[1], key[2]):
             _match_structure(sub, value[k], f"{path}[{k!r}]", fname, leaves)
+    elif tag == COMPOSITE:
+        spec = key[1]
+        given = getattr(value, "_type_spec", None)
+        if given is None or not spec.is_compatible_with(given):
+            raise InputSignatureError(f"{fname}: {path} expected a value of {spec!r}; got {value!r}")
+        for i, (part, part_spec) in enumerate(zip(value._components(), spec._component_specs())):
+            leaves.append(_conform(part, part_spec, f"{path} component {i}", fname))
 
 
 def _describe_value(value: Any) -> str:
@@ -527,6 +549,8 @@ class Function(direct_call.FunctionBase):
         def walk(spec: Any) -> None:
             if isinstance(spec, TensorSpec):
                 flat.append(spec)
+            elif isinstance(spec, TypeSpec):  # a composite's spec (jf.SparseTensorSpec)
+                flat.extend(spec._component_specs())
             elif isinstance(spec, (list, tuple)):
                 for s in spec:
                     walk(s)
@@ -534,8 +558,8 @@ class Function(direct_call.FunctionBase):
                 for s in spec.values():
                     walk(s)
             else:
-                raise TypeError(f"input_signature: every entry must be a jf.TensorSpec (or a nested "
-                                f"list/tuple/dict of them); got {spec!r}")
+                raise TypeError(f"input_signature: every entry must be a jf.TensorSpec or jf.SparseTensorSpec "
+                                f"(or a nested list/tuple/dict of them); got {spec!r}")
         walk(list(input_signature))
         positional = [p for p in self._params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         if len(input_signature) > len(positional) and not any(
@@ -833,6 +857,13 @@ class Function(direct_call.FunctionBase):
             return key[1](*[self._placeholders(graph, v, k, name, out) for v, k in zip(value, key[2])])
         if tag == "D":
             return {k: self._placeholders(graph, value[k], sub, name, out) for k, sub in zip(key[1], key[2])}
+        if tag == COMPOSITE:
+            parts = []
+            for i, spec in enumerate(key[1]._component_specs()):
+                ph = graph.add_placeholder(spec._dims, spec._dtype, name if i == 0 else f"{name}_{i}")
+                out.append(ph)
+                parts.append(ph)
+            return key[1]._from_components(parts)
         return value
 
     def _rebuild_call(self, values: List[Any]) -> Tuple[list, dict]:
@@ -864,6 +895,8 @@ class Function(direct_call.FunctionBase):
             if isinstance(value, (bool, int, float, str, bytes)):
                 outputs.append(convert_to_tensor(value))
                 return _Out(len(outputs) - 1)
+            if isinstance(value, CompositeTensor) and value._type_spec is not None:
+                return _CompositeOut(value._type_spec, [walk(c) for c in value._components()])
             if isinstance(value, list):
                 return [walk(v) for v in value]
             if isinstance(value, tuple):

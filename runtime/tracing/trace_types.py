@@ -18,10 +18,13 @@ import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.shapes import format_dims, relax
+from jitflow.runtime.core.nest import CompositeTensor, TypeSpec
 from jitflow.runtime.core.tensor import EagerTensor, SymbolicTensor, Tensor, TensorSpec
 from jitflow.runtime.core.shapes import is_compatible
 
 TENSOR, PRIM, LIST, TUPLE, NAMEDTUPLE, DICT, OBJECT = "T", "P", "L", "U", "N", "D", "O"
+# A composite tensor with a type spec (a SparseTensor): keyed by its spec, components fed.
+COMPOSITE = "C"
 _PRIMITIVES = (bool, int, float, str, bytes, type(None))
 
 
@@ -152,6 +155,12 @@ def make_key(value: Any, leaves: List[Any]) -> Any:
     if isinstance(value, Tensor):
         leaves.append(value)
         return (TENSOR, value._dtype, value._dims)
+    if isinstance(value, CompositeTensor) and value._type_spec is not None:
+        leaves.extend(value._components())
+        return (COMPOSITE, value._type_spec)
+    if isinstance(value, TypeSpec):  # a SparseTensorSpec in an input_signature
+        leaves.extend(value._component_specs())
+        return (COMPOSITE, value)
     tracing_type = getattr(value, "__tf_tracing_type__", None)
     if tracing_type is not None:
         return (OBJECT, TraceTypeRef(tracing_type(None), value))
@@ -173,6 +182,8 @@ def matches(spec_key: Any, key: Any) -> bool:
         return spec_key[1] == key[1] and all(map(matches, spec_key[2], key[2]))
     if tag == "ARGS":
         return len(spec_key[1]) == len(key[1]) and all(map(matches, spec_key[1], key[1]))
+    if tag == COMPOSITE:
+        return spec_key[1].is_compatible_with(key[1])
     return spec_key == key
 
 
@@ -191,6 +202,9 @@ def relax_key(old: Any, new: Any) -> Any:
         return (tag, new[1], tuple(relax_key(a, b) for a, b in zip(old[2], new[2])))
     if tag == DICT and old[1] == new[1]:
         return (tag, new[1], tuple(relax_key(a, b) for a, b in zip(old[2], new[2])))
+    if tag == COMPOSITE:
+        relaxed = old[1].most_specific_common_supertype([new[1]])
+        return new if relaxed is None else (tag, relaxed)
     return new
 
 
@@ -246,6 +260,8 @@ def describe(key: Any) -> str:
         return f"Python {key[1].__name__} {short_repr(key[2])}"
     if tag == OBJECT:
         return key[1].describe()
+    if tag == COMPOSITE:
+        return repr(key[1])
     if tag == LIST:
         return f"list of {len(key[1])}"
     if tag == TUPLE:
@@ -277,6 +293,11 @@ def diff(old: Any, new: Any, path: str) -> List[ArgChange]:
         return [ArgChange(path, "value", short_repr(old[2]), short_repr(new[2]), f"Python {old[1].__name__}")]
     if tag == OBJECT:
         return [ArgChange(path, "object", describe(old), describe(new))]
+    if tag == COMPOSITE:
+        a, b = old[1], new[1]
+        if type(a) is type(b) and a.dtype == b.dtype and a.shape != b.shape:
+            return [ArgChange(path, "shape", format_dims(a._dims), format_dims(b._dims))]
+        return [ArgChange(path, "type", describe(old), describe(new))]
     if tag in (LIST, TUPLE) and len(old[1]) == len(new[1]):
         out: List[ArgChange] = []
         differing = 0
@@ -342,4 +363,6 @@ def key_to_spec(key: Any, name: Optional[str] = None) -> Any:
         return {k: key_to_spec(v) for k, v in zip(key[1], key[2])}
     if tag == OBJECT:
         return key[1].get()
+    if tag == COMPOSITE:
+        return key[1]
     return key

@@ -33,6 +33,7 @@ RUNTIME_STAGES = [
     ["tracing"],
     ["backends"],
     ["training"],
+    ["sparse"],
     ["io", "strings"],
     ["image"],
     ["data"],

@@ -19,5 +19,5 @@ def test_bench_data_smoke(tmp_path):
     assert bench.main(["--records", "300", "--images", "16", "--repeat", "1", "--no-tf", "--json", str(out)]) == 0
     payload = json.loads(out.read_text())
     rates = payload["results"]["jitflow"]
-    assert len(rates) == 3 and all(v > 0 for v in rates.values())
+    assert len(rates) == 5 and all(v > 0 for v in rates.values())
     assert set(payload["map_scaling_images_per_s"]) >= {"1"}

@@ -33,7 +33,7 @@ def test_reads_tf_written_tfrecords(suffix, compression):
     for i, r in enumerate(rows):
         np.testing.assert_array_equal(r["score"], np.array([i * 0.5, -1.25], np.float32))
         assert r["name"] == f"item-{i}".encode()
-        np.testing.assert_array_equal(r["tags"], np.arange(i))
+        np.testing.assert_array_equal(r["tags"], np.arange(i))  # as_numpy_iterator: dense, as TF 2.21's
 
 
 def test_plain_reader_and_protos_read_tf_records():
@@ -47,13 +47,27 @@ def test_plain_reader_and_protos_read_tf_records():
     assert jf.train.Example.FromString(rebuilt.SerializeToString()) == rebuilt
 
 
-def test_parse_example_batched_pads_varlen():
+def test_parse_example_batched_varlen_is_sparse():
     ds = jf.data.TFRecordDataset(fixture("tf_examples.tfrecord")).batch(5)
     batch = next(iter(ds.map(lambda s: jf.io.parse_example(s, DESC))))
     assert batch["id"].numpy().tolist() == [0, 1, 2, 3, 4]
     assert batch["score"].shape == (5, 2)
-    tags = batch["tags"].numpy()
-    assert tags.shape == (5, 4) and tags[4].tolist() == [0, 1, 2, 3] and tags[2].tolist() == [0, 1, 0, 0]
+    tags = batch["tags"]
+    assert isinstance(tags, jf.sparse.SparseTensor)
+    # Record i holds tags 0..i-1: TF's indices are [record, position], dense_shape [5, longest].
+    assert tags.indices.numpy().tolist() == [[i, j] for i in range(5) for j in range(i)]
+    assert tags.values.numpy().tolist() == [j for i in range(5) for j in range(i)]
+    assert tags.dense_shape.numpy().tolist() == [5, 4]
+    dense = jf.sparse.to_dense(tags).numpy()  # the zero-padded form jitflow gave before
+    assert dense.shape == (5, 4) and dense[4].tolist() == [0, 1, 2, 3] and dense[2].tolist() == [0, 1, 0, 0]
+
+
+def test_parse_single_example_varlen_is_sparse():
+    record = list(jf.io.tf_record_iterator(fixture("tf_examples.tfrecord")))[3]
+    tags = jf.io.parse_single_example(record, DESC)["tags"]
+    assert tags.indices.numpy().tolist() == [[0], [1], [2]]
+    assert tags.values.numpy().tolist() == [0, 1, 2] and tags.dense_shape.numpy().tolist() == [3]
+    assert tags.dtype == jf.int64 and tags.shape.as_list() == [3]  # eager: the constant dense shape
 
 
 def test_parse_tensor_reads_tf_serialize_tensor():

@@ -62,18 +62,23 @@ def test_jitflow_reads_tf_tfrecords_and_parses_like_tf(tmp_path):
                "missing": jf.io.FixedLenFeature([2], jf.float32, default_value=[1.0, 2.0])}
     desc_tf = {"id": tf.io.FixedLenFeature([3], tf.int64), "s": tf.io.VarLenFeature(tf.string),
                "missing": tf.io.FixedLenFeature([2], tf.float32, default_value=[1.0, 2.0])}
-    ours = list(jf.data.TFRecordDataset(path).batch(3).map(lambda r: jf.io.parse_example(r, desc_jf))
-                .as_numpy_iterator())
-    def parse_tf(r):
-        d = tf.io.parse_example(r, desc_tf)
-        d["s"] = tf.sparse.to_dense(d["s"], default_value=b"")  # jitflow's VarLen: the dense form
-        return d
-    theirs = list(tf.data.TFRecordDataset(path).batch(3).map(parse_tf).as_numpy_iterator())
+    ours = list(jf.data.TFRecordDataset(path).batch(3).map(lambda r: jf.io.parse_example(r, desc_jf)))
+    theirs = list(tf.data.TFRecordDataset(path).batch(3).map(lambda r: tf.io.parse_example(r, desc_tf)))
     assert len(ours) == len(theirs) == 3
     for a, b in zip(ours, theirs):
-        np.testing.assert_array_equal(a["id"], b["id"])
-        np.testing.assert_array_equal(a["missing"], b["missing"])
-        np.testing.assert_array_equal(a["s"], b["s"])
+        np.testing.assert_array_equal(a["id"].numpy(), b["id"].numpy())
+        np.testing.assert_array_equal(a["missing"].numpy(), b["missing"].numpy())
+        assert isinstance(a["s"], jf.sparse.SparseTensor) and isinstance(b["s"], tf.sparse.SparseTensor)
+        for part in ("indices", "values", "dense_shape"):
+            np.testing.assert_array_equal(getattr(a["s"], part).numpy(), getattr(b["s"], part).numpy())
+    # One record at a time: 1-D indices and dense_shape [n], TF's too.
+    one_jf = next(iter(jf.data.TFRecordDataset(path).map(lambda r: jf.io.parse_single_example(r, desc_jf))))
+    one_tf = next(iter(tf.data.TFRecordDataset(path).map(lambda r: tf.io.parse_single_example(r, desc_tf))))
+    for part in ("indices", "values", "dense_shape"):
+        np.testing.assert_array_equal(getattr(one_jf["s"], part).numpy(), getattr(one_tf["s"], part).numpy())
+    assert str(jf.data.TFRecordDataset(path).map(lambda r: jf.io.parse_single_example(r, desc_jf)).element_spec["s"]) \
+        == str(tf.data.TFRecordDataset(path).map(lambda r: tf.io.parse_single_example(r, desc_tf))
+               .element_spec["s"]).replace("tf.", "jf.")
 
 
 def _both(build):

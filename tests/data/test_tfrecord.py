@@ -175,7 +175,10 @@ def test_parse_single_sequence_example():
          "absent": jf.io.FixedLenSequenceFeature([], jf.int64, allow_missing=True)})
     assert int(context["length"]) == 3
     assert seqs["frames"].numpy().tolist() == [[0, 0.5], [1, 1.5], [2, 2.5]]
-    assert seqs["tokens"].numpy().tolist() == [[b"w", b"", b""], [b"w", b"w", b""], [b"w", b"w", b"w"]]
+    tokens = seqs["tokens"]  # a SparseTensor [steps, longest], as TF's
+    assert tokens.indices.numpy().tolist() == [[0, 0], [1, 0], [1, 1], [2, 0], [2, 1], [2, 2]]
+    assert tokens.dense_shape.numpy().tolist() == [3, 3]
+    assert jf.sparse.to_dense(tokens).numpy().tolist() == [[b"w", b"", b""], [b"w", b"w", b""], [b"w", b"w", b"w"]]
     assert seqs["absent"].shape == (0,)
     with pytest.raises(jf.errors.InvalidArgumentError, match="Feature list: gone .* is required"):
         jf.io.parse_single_sequence_example(seq.SerializeToString(),
