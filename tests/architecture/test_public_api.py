@@ -110,8 +110,10 @@ def test_docstring_examples_run() -> None:
     from jitflow.summary import context as summary_context
     for test in tests:
         runner.run(test, out=lambda s: failures.append(s))
-        # Each example stands alone: forget a default writer an example left set (as
-        # `writer.set_as_default()` does, in TF too).
+        # Each example stands alone: forget a default writer and step an example left set
+        # (as `writer.set_as_default(step=0)` does, in TF too).
         summary_context.global_writer = None
+        summary_context.global_step = None
         summary_context.tls.writer = None
+        summary_context.tls.step = summary_context._UNSET
     assert runner.failures == 0, "".join(failures)
