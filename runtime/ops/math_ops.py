@@ -441,15 +441,25 @@ _all = _reduction_kernel(K.reduce_all_2d, lambda dt: True, "bool")
 _any = _reduction_kernel(K.reduce_any_2d, lambda dt: False, "bool")
 
 
-def _mean(x, axis, keepdims):
+def _mean_of(sum_kernel):
+    """Mean as `sum_kernel`, then a division (the numpy tier reuses it with its own sum)."""
+    def mean(x, axis, keepdims):
+        return _mean_from(sum_kernel, x, axis, keepdims)
+    return mean
+
+
+def _mean_from(sum_kernel, x, axis, keepdims):
     x = np.asarray(x)
-    total = _sum(x, axis, keepdims)
+    total = sum_kernel(x, axis, keepdims)
     axes = normalize_axes(axis, x.ndim)
     count = x.size if axes is None else int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     if x.dtype.kind in "iu":
         return (np.trunc(total / max(count, 1))).astype(x.dtype) if count else total
     with np.errstate(invalid="ignore", divide="ignore"):
         return (total / x.dtype.type(count)).astype(x.dtype)
+
+
+_mean = _mean_of(_sum)
 
 
 def _np_reduce(fn, identity=None):

@@ -29,7 +29,7 @@ from jitflow.runtime.autodiff import tape as autodiff
 from jitflow.runtime.execution import config as _config
 from jitflow.runtime.tracing import autograph, autograph_ops, trace_types
 from jitflow.runtime.tracing import function_type as _function_type
-from jitflow.runtime.execution import compiler, direct_call
+from jitflow.runtime.execution import compiler, direct_call, numpy_tier
 from jitflow.runtime.core import context, instrument
 from jitflow.runtime.tracing import trace_records as _records
 from jitflow.runtime.core import traceback_filter as _tb
@@ -181,6 +181,8 @@ class ConcreteFunction:
         self._out_dtypes = [t._dtype for t in graph.outputs]
         self._single = isinstance(output_template, _Out)
         self._interpreter: Optional[Plan] = None  # built on first use (see `_plan`)
+        self._numpy_plan: Optional[Plan] = None  # the interpreter on numpy kernels while numba loads
+        self._numpy_tried = False
         self._fast: Optional[Plan] = None   # the compiled tier, once ready
         self._compile_state = "pending"    # pending → compiling → compiled | failed | never
         self.compile_seconds: Optional[float] = None
@@ -303,12 +305,29 @@ class ConcreteFunction:
     @property
     def _plan(self) -> Plan:
         """The per-op interpreter plan, built on first use: a function compiled up front
-        (or loaded from the disk cache) never pays for building it unless it is profiled."""
+        (or loaded from the disk cache) never pays for building it unless it is profiled.
+
+        In a process that has not loaded numba yet, the first plan runs on numpy kernels with
+        the numba kernels' exact results (`numpy_tier`), and the numba plan replaces it as
+        soon as a background thread has loaded numba and the kernels (`_kernels_ready`)."""
         plan = self._interpreter
         if plan is None:
-            plan = self._interpreter = Plan(self.graph, self.inputs + [ph for _, ph in self._captures],
-                                            self.graph.outputs)
+            plan = self._numpy_plan
+            if plan is None and not self._numpy_tried:
+                self._numpy_tried = True
+                plan = self._numpy_plan = numpy_tier.first_plan(
+                    self.graph, self.inputs + [ph for _, ph in self._captures], self.graph.outputs,
+                    self._kernels_ready)
+            if plan is None:
+                plan = self._interpreter = Plan(self.graph, self.inputs + [ph for _, ph in self._captures],
+                                                self.graph.outputs)
         return plan
+
+    def _kernels_ready(self, plan: Plan) -> None:
+        """The numba-kernel interpreter plan, from `numpy_tier`'s loader thread: used from the next call."""
+        self._interpreter = plan
+        self._numpy_plan = None
+        self.function._direct.clear()  # runners bound to the numpy plan are rebuilt on the next call
 
     # -- tiers: interpreter first, compiled when it pays off ----------------------------
     def _tier_up(self) -> None:
@@ -660,9 +679,12 @@ class Function(direct_call.FunctionBase):
             return
         key = direct_call.table_key(values)
         if key is not None and key not in self._direct:
+            on_numpy = cf._numpy_plan is not None and cf._fast is None
             entry = direct_call.table_entry(cf)
             if entry is not None:
                 self._direct[key] = entry
+                if on_numpy and cf._numpy_plan is None:  # numba's plan arrived meanwhile (`_kernels_ready`)
+                    self._direct.clear()
 
     def __repr__(self) -> str:
         return f"<jf.Function {self._qualname} ({self.tracing_count} traces)>"
