@@ -41,7 +41,7 @@ from jitflow.runtime.ops import math_ops as M
 from jitflow.runtime.ops.registry import KERNEL_LOADERS, KERNELS, Kernel
 
 _F32 = np.float32
-_INTS = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"})
+_INTS = frozenset({"int8", "int16", "int32", "int64", "uint8"})
 _FLOATS = frozenset({"float16", "float32", "float64"})
 _REAL = _INTS | _FLOATS
 _BOOL = frozenset({"bool"})
@@ -72,24 +72,21 @@ def accepts(kernel: Kernel, in_dtypes: Sequence[_dt.DType]) -> bool:
 
 
 # -- elementwise -------------------------------------------------------------------------------
-def _quiet(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """numba's ufuncs raise no floating-point warnings (1/0, inf-inf): neither do these."""
-    def run(*arrays: Any) -> Any:
-        with np.errstate(all="ignore"):
-            return fn(*arrays)
-    return run
-
-
+# numba's ufuncs warn as numpy's do (numpy checks the floating-point flags after the loop:
+# "overflow encountered", "invalid value"), and so do these.
+#
+# sqrt_ reads `math.sqrt(a) if a >= 0 else nan`, but LLVM folds the select into the bare
+# square-root instruction (whose NaN for a negative is the same NaN), so numba returns
+# exactly np.sqrt: x86's default NaN (sign bit set) for negatives, the input NaN's payload
+# for NaNs. The bit-for-bit test holds it to that.
 def _elementwise(fn: Callable[..., Any], to_bool: bool = False) -> Callable[..., Any]:
     """`fn` as `UfuncKernel` runs it: float16 computes in float32 (numba has no float16
     arithmetic on the CPU) and rounds back; 0-d inputs give a numpy scalar, as a ufunc does."""
-    quiet = _quiet(fn)
-
     def run(*arrays: Any) -> Any:
         if arrays and getattr(arrays[0], "dtype", None) == np.float16:
-            out = quiet(*[np.asarray(a).astype(np.float32) for a in arrays])
+            out = fn(*[np.asarray(a).astype(np.float32) for a in arrays])
             return out if to_bool else np.asarray(out).astype(np.float16)
-        out = quiet(*arrays)
+        out = fn(*arrays)
         if isinstance(out, np.ndarray) and out.ndim == 0 and all(np.ndim(a) == 0 for a in arrays):
             return out[()]
         return out
@@ -107,12 +104,6 @@ def _sign(a: Any) -> Any:
     a = np.asarray(a)
     s = (a > 0).astype(a.dtype) - (a < 0).astype(a.dtype)
     return np.where(a != a, a, s)
-
-
-def _sqrt(a: Any) -> Any:
-    # sqrt_: math.sqrt for a >= 0 (exactly rounded, as np.sqrt), else a positive quiet NaN.
-    a = np.asarray(a)
-    return np.where(a >= 0, np.sqrt(a), a.dtype.type(np.nan))
 
 
 def _maximum(a: Any, b: Any) -> Any:
@@ -159,7 +150,7 @@ _ELEMENTWISE = [
     ("Greater", np.greater, _REAL, True), ("GreaterEqual", np.greater_equal, _REAL, True),
     ("LogicalAnd", np.logical_and, _BOOL, False), ("LogicalOr", np.logical_or, _BOOL, False),
     ("LogicalNot", np.logical_not, _BOOL, False), ("Neg", np.negative, _REAL, False),
-    ("Abs", _abs, _REAL, False), ("Sign", _sign, _REAL, False), ("Sqrt", _sqrt, _FLOATS, False),
+    ("Abs", _abs, _REAL, False), ("Sign", _sign, _REAL, False), ("Sqrt", np.sqrt, _FLOATS, False),
     ("Square", np.square, _REAL, False), ("Relu", _relu, _REAL, False),
     ("Tanh", tanh_float32, frozenset({"float16", "float32"}), False),
 ]
