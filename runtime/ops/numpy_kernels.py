@@ -38,7 +38,7 @@ import numpy as np
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.ops import cpu_kernels as K
 from jitflow.runtime.ops import math_ops as M
-from jitflow.runtime.ops.registry import KERNEL_LOADERS, KERNELS, Kernel
+from jitflow.runtime.ops.registry import KERNEL_LOADERS, KERNELS, Kernel, kernel_table
 
 _F32 = np.float32
 _INTS = frozenset({"int8", "int16", "int32", "int64", "uint8"})
@@ -238,14 +238,8 @@ def load_table() -> Dict[str, Kernel]:
 
 def kernel(tf_op: str, in_dtypes: Sequence[_dt.DType]) -> Optional[Kernel]:
     """The numpy kernel of `tf_op` for these input dtypes, or None if numba must run it."""
-    found = KERNELS.get("numpy") or _table()
-    k = found.get(tf_op)
+    k = kernel_table("numpy").get(tf_op)
     return k if k is not None and accepts(k, in_dtypes) else None
-
-
-def _table() -> Dict[str, Kernel]:
-    from jitflow.runtime.ops.registry import kernel_table
-    return kernel_table("numpy")
 
 
 KERNEL_LOADERS["numpy"] = load_table
