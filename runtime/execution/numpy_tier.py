@@ -69,7 +69,7 @@ class NumpyPlan(Plan):
     def __init__(self, graph: Graph, feeds: Sequence[SymbolicTensor], outputs: Sequence[SymbolicTensor]) -> None:
         super().__init__(graph, feeds, outputs, backend="numpy")
         self.sample: Optional[Tuple[Any, ...]] = None
-        run = self.run
+        run: Callable[..., tuple] = self.run
 
         def first_run(*values: Any) -> tuple:
             self.run = run

@@ -31,7 +31,7 @@ the divide-by-zero check); and everything else with a numba kernel.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, FrozenSet, Optional, Sequence
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -141,7 +141,7 @@ def tanh_float32(a: Any) -> Any:
 
 
 # (op, numpy function, input dtypes it matches numba for, boolean output)
-_ELEMENTWISE = [
+_ELEMENTWISE: List[Tuple[str, Callable[..., Any], FrozenSet[str], bool]] = [
     ("AddV2", np.add, _REAL, False), ("Sub", np.subtract, _REAL, False),
     ("Mul", np.multiply, _REAL, False), ("RealDiv", np.divide, _FLOATS, False),
     ("Maximum", _maximum, _REAL, False), ("Minimum", _minimum, _REAL, False),
