@@ -12,8 +12,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from jitflow.runtime.core import devices as _devices
-from jitflow.runtime.core import lazyjit as _lazyjit
+import jitflow.runtime.core.devices as _devices
+import jitflow.runtime.core.lazyjit as _lazyjit
 
 
 def _np(value: Any) -> np.ndarray:

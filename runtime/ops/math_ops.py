@@ -24,7 +24,7 @@ from jitflow.runtime.ops.array_ops import cast
 from jitflow.runtime.core.context import name_scope
 from jitflow.runtime.ops.array_ops import reshape, stop_gradient
 from jitflow.runtime.ops.array_ops import where, zeros_like
-from jitflow.runtime.ops.array_ops import squeeze
+from jitflow.runtime.ops.array_ops import _known_value, squeeze
 
 
 def _bind_ufunc(kernel, attrs, in_dtypes):
@@ -501,7 +501,12 @@ def _check_axis_arg(axis: Any) -> Any:
     if axis is None:
         return None
     if isinstance(axis, Tensor):
-        axis = axis.numpy().tolist()
+        known = _known_value(axis)  # an eager tensor, or a constant of the graph being traced
+        if known is None:
+            raise TypeError(f"axis: expected an int, a list of ints, None or a constant tensor; got the symbolic "
+                            f"tensor {getattr(axis, 'name', axis)!r}, whose value is known only when the graph "
+                            "runs (the reduced axes must be known when it is built)")
+        axis = known.tolist()
     if isinstance(axis, (list, tuple)):
         if not all(isinstance(a, (int, np.integer)) for a in axis):
             raise TypeError(f"axis: expected an int, a list of ints or None; got {axis!r}")

@@ -21,7 +21,7 @@ import types
 import warnings
 import weakref
 from collections import Counter, deque
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -274,9 +274,9 @@ class ConcreteFunction:
         if registry.tape_active and autodiff._state.tapes:
             # Under a GradientTape, run the graph op by op so the tape sees every op.
             inputs = [leaf if isinstance(leaf, Tensor) else convert_to_tensor(leaf) for leaf in leaves]
-            outs = inline_graph(self.graph, self.inputs + [ph for _, ph in self._captures],
-                                inputs + self._captured_values, self.outputs)
-            return self._pack_symbolic(self._template, outs)
+            inlined = inline_graph(self.graph, self.inputs + [ph for _, ph in self._captures],
+                                   inputs + self._captured_values, self.outputs)
+            return self._pack_symbolic(self._template, inlined)
         if context._state.graph is not None:
             return self._call_in_graph(leaves)
         self.calls += 1
@@ -386,7 +386,7 @@ class ConcreteFunction:
         """"compiled" when the numba tier is running this function, else "interpreter"."""
         return "compiled" if self._fast is not None else "interpreter"
 
-    def _pack(self, template: Any, outs: tuple) -> Any:
+    def _pack(self, template: Any, outs: Sequence[Any]) -> Any:
         if isinstance(template, _Out):
             return _wrap(outs[template.index], self._out_dtypes[template.index])
         if isinstance(template, list):
@@ -451,7 +451,9 @@ def _match_structure(key: Any, value: Any, path: str, fname: str, leaves: List[A
 
 
 def _describe_value(value: Any) -> str:
-    if isinstance(value, (Tensor, TensorConvertible)):
+    if isinstance(value, TensorConvertible):  # a variable: its value's dtype and shape
+        value = value._as_tensor()
+    if isinstance(value, Tensor):
         return f"a tensor of dtype {value.dtype.name} and shape {format_dims(value._dims)}"
     if isinstance(value, np.ndarray):
         return f"a numpy array of dtype {value.dtype} and shape {format_dims(value.shape)}"
@@ -884,7 +886,7 @@ class Function(direct_call.FunctionBase):
                 outputs.append(tensor)
                 return _Out(len(outputs) - 1)
             if isinstance(value, (bool, int, float, str, bytes)):
-                outputs.append(convert_to_tensor(value))
+                outputs.append(cast(SymbolicTensor, convert_to_tensor(value)))  # a constant of the graph
                 return _Out(len(outputs) - 1)
             if isinstance(value, list):
                 return [walk(v) for v in value]
