@@ -13,7 +13,7 @@ shapes also keep random ops such as Dropout's static). Each step runs inside
 from __future__ import annotations
 
 import types
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -426,7 +426,7 @@ class Model(Layer):
                                               for l in self._layers]}
 
 
-_BUILD_BY_CALLING = {Model.build}
+_BUILD_BY_CALLING: Set[Callable[..., None]] = {Model.build}
 
 
 def _batch_size(x: Any) -> Any:
