@@ -78,8 +78,26 @@ class NumpyPlan(Plan):
         self.run = first_run
 
 
+def _finish_before_fork() -> None:
+    """Wait for the loader before `os.fork()`: a child forked mid-import would inherit numba's
+    import locks (and half-loaded modules) held by a thread that does not exist there."""
+    worker = _worker
+    if worker is not None and worker is not threading.current_thread():
+        worker.join()
+
+
+_fork_hook = False
+
+
 def _submit(job: Callable[[], None]) -> None:
-    global _worker
+    global _worker, _fork_hook
+    if not _fork_hook and hasattr(os, "register_at_fork"):
+        # numba imports logging, which adds fork hooks of its own: were that to happen while a
+        # fork waits in `_finish_before_fork`, logging's after-fork hook would release a lock its
+        # before-fork hook never took. Import it first, so its hooks are in place before ours.
+        import logging  # noqa: F401
+        os.register_at_fork(before=_finish_before_fork)
+        _fork_hook = True
     with _lock:
         _jobs.append(job)
         if _worker is None:

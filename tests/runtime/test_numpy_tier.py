@@ -217,3 +217,36 @@ def test_the_numpy_tier_hands_over_to_numba_and_the_compiled_tier_with_the_same_
     assert got["compiled"] in ("compiled", "interpreter")  # the compiled tier came after, as before
     for values in got["values"]:
         assert values == want["values"][0]
+
+
+_FORK = r"""
+import os
+import numpy as np
+import jitflow as jf
+
+@jf.function
+def f(x):
+    return jf.reduce_sum(jf.tanh(x * 2.0 + 1.0))
+
+x = jf.constant(np.linspace(-1, 1, 10, dtype=np.float32))
+first = float(f(x))
+assert f.get_concrete_function(x)._numpy_plan is not None or f.get_concrete_function(x)._interpreter is not None
+pid = os.fork()  # numba is still loading in the background: the fork waits for it
+if pid == 0:
+    again = float(f(x))
+    other = jf.function(lambda y: jf.exp(y) * 2.0)(x)  # needs numba: imports cleanly in the child
+    os._exit(0 if again == first and np.isfinite(other.numpy()).all() else 3)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_fork_right_after_the_first_call_gets_a_working_numba():
+    env = dict(os.environ)
+    env.pop("JITFLOW_TIER", None)
+    proc = subprocess.run([sys.executable, "-c", _FORK], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "0", proc.stdout + proc.stderr[-3000:]
+    assert "Exception ignored" not in proc.stderr, proc.stderr[-3000:]
