@@ -39,8 +39,15 @@ test-quick: $(VENV)/.installed-test
 		tests/runtime/test_tensor.py tests/runtime/test_function.py tests/runtime/test_errors.py \
 		tests/runtime/test_autograph.py tests/summary/test_summary_tf_api.py tests/webui/test_webui_model.py
 
+# mypy checks the installed layout (jitflow.runtime, jitflow.tracer, ...): build/mypy/jitflow is
+# a tree of links to the facade's files and the four parts' folders (see [tool.mypy]).
+MYPY_TREE := build/mypy/jitflow
+
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
+	rm -rf $(MYPY_TREE) && mkdir -p $(MYPY_TREE)
+	for f in jitflow/*; do [ "$${f##*/}" = __pycache__ ] || ln -s ../../../$$f $(MYPY_TREE)/; done
+	for part in runtime tracer summary webui; do ln -s ../../../$$part $(MYPY_TREE)/$$part; done
 	$(VENV)/bin/mypy
 
 docs: $(VENV)/.installed-test

@@ -5,6 +5,10 @@ so numba's disk cache holds the kernels: "warm kernel cache"). Peers, when insta
 `import numpy` (the floor every jitflow import pays), and JAX's import + first `jax.jit`
 call of the same function. Goals (issue: architecture): `import jitflow` <= 0.25 s and the
 first call <= 50 ms, i.e. time to first result below JAX's.
+
+The first call runs on the numpy tier (exact numpy kernels while numba loads in a background
+thread, `runtime/execution/numpy_tier.py`); the same script with `JITFLOW_NUMPY_TIER=0` is
+measured too: the first call as it was before, waiting for numba and its cached kernels.
 """
 from __future__ import annotations
 
@@ -59,9 +63,9 @@ print(json.dumps({"import": t1 - t0, "first_call": t3 - t2, "first_result": t3 -
 """
 
 
-def _run(code: str) -> Optional[Dict[str, float]]:
+def _run(code: str, **env: str) -> Optional[Dict[str, float]]:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore", "JAX_PLATFORMS": "cpu"})
+                          env={**os.environ, "PYTHONWARNINGS": "ignore", "JAX_PLATFORMS": "cpu", **env})
     if proc.returncode != 0:
         return None
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -75,7 +79,9 @@ def measure(repeat: int = 5) -> Dict[str, Any]:
     """Median cold-start figures (seconds) for jitflow and, when installed, JAX."""
     _run(_JITFLOW)  # warm numba's disk cache for the kernels the first call uses
     samples = [s for s in (_run(_JITFLOW) for _ in range(repeat)) if s]
-    out: Dict[str, Any] = {"repeat": repeat, "jitflow": _median(samples) if samples else None, "jax": None}
+    waiting = [s for s in (_run(_JITFLOW, JITFLOW_NUMPY_TIER="0") for _ in range(repeat)) if s]
+    out: Dict[str, Any] = {"repeat": repeat, "jitflow": _median(samples) if samples else None, "jax": None,
+                           "numpy_tier_off": _median(waiting) if waiting else None}
     try:
         import importlib.util
         has_jax = importlib.util.find_spec("jax") is not None
@@ -104,6 +110,10 @@ def report(result: Dict[str, Any], out=None) -> None:
           f"{mark(jf_['import'], GOAL_IMPORT_S)}", file=out)
     print(f"  first jf.function call  {jf_['first_call'] * 1e3:7.1f} ms  goal <= {GOAL_FIRST_CALL_S * 1e3:.0f} ms: "
           f"{mark(jf_['first_call'], GOAL_FIRST_CALL_S)}", file=out)
+    off = result.get("numpy_tier_off")
+    if off:
+        print(f"    without the numpy tier {off['first_call'] * 1e3:7.1f} ms  (JITFLOW_NUMPY_TIER=0: waits for numba; "
+              f"{off['first_call'] / jf_['first_call']:.0f}x the first call with it)", file=out)
     print(f"  second call             {jf_['second_call'] * 1e6:7.1f} us", file=out)
     print(f"  time to first result    {jf_['first_result'] * 1e3:7.1f} ms", file=out)
     jax = result.get("jax")

@@ -12,7 +12,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from jitflow.runtime.core import devices as _devices
+import jitflow.runtime.core.devices as _devices
+import jitflow.runtime.core.lazyjit as _lazyjit
 
 
 def _np(value: Any) -> np.ndarray:
@@ -100,6 +101,7 @@ def is_built_with_cuda() -> bool:
     True
     """
     try:
+        _lazyjit.numba()  # never beside a background import of numba (see lazyjit.numba)
         import numba.cuda  # noqa: F401 - only asks whether it imports
     except Exception:  # noqa: BLE001 - any failure means no CUDA support
         return False

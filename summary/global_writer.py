@@ -15,7 +15,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Dict
 
 from jitflow.summary.torch_writer import SummaryWriter
 from jitflow.summary.values import describe
@@ -41,7 +41,7 @@ class GlobalSummaryWriter:
                  log_dir: str | None = None, coalesce_process: bool = True) -> None:
         if logdir is not None and log_dir is not None and logdir != log_dir:
             raise ValueError(f"logdir and log_dir: pass one (got {logdir!r} and {log_dir!r})")
-        self._config = dict(max_queue=max_queue, flush_secs=flush_secs, filename_suffix=filename_suffix)
+        self._config: Dict[str, Any] = dict(max_queue=max_queue, flush_secs=flush_secs, filename_suffix=filename_suffix)
         self._writer = SummaryWriter(log_dir or logdir, comment=comment, purge_step=purge_step, **self._config)
         self.log_dir = self._writer.log_dir
         self._pid = os.getpid()

@@ -30,11 +30,12 @@ from typing import Any, Mapping, Sequence
 from tensorboard.plugins.hparams.summary_v2 import (Discrete, Domain, HParam, IntInterval, Metric,
                                                      RealInterval, hparams_config_pb, hparams_pb)
 
+from jitflow.runtime.core.tensor import Tensor
 from jitflow.summary import writer as _writer
 
 
 def hparams(hparams: Mapping[Any, Any], trial_id: str | None = None,
-            start_time_secs: float | None = None) -> bool:
+            start_time_secs: float | None = None) -> bool | Tensor:
     """Write this run's hyperparameter values (an HParams session) to the
     default writer; keys are `HParam`s or names. Returns whether it was written."""
     pb = hparams_pb(hparams, trial_id=trial_id, start_time_secs=start_time_secs)
@@ -42,7 +43,7 @@ def hparams(hparams: Mapping[Any, Any], trial_id: str | None = None,
 
 
 def hparams_config(hparams: Sequence[HParam], metrics: Sequence[Metric],
-                   time_created_secs: float | None = None) -> bool:
+                   time_created_secs: float | None = None) -> bool | Tensor:
     """Write the experiment's configuration (hparams with their domains, and
     the metrics to show) to the default writer, usually at the logdir's root."""
     pb = hparams_config_pb(hparams, metrics, time_created_secs=time_created_secs)

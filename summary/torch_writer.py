@@ -133,7 +133,7 @@ class SummaryWriter:
         self._file = (EventFileWriter(self.log_dir, max_queue, flush_secs, filename_suffix)
                             if self.write_to_disk else _NoDiskFile())
         self._add = self._file.add
-        self._sub_writers: dict[str, EventFileWriter] = {}  # add_scalars runs
+        self._sub_writers: dict[str, EventFileWriter | _NoDiskFile] = {}  # add_scalars runs
         self._sub_lock = threading.Lock()
         if purge is not None:
             # TensorBoard drops data loaded earlier with step >= purge_step.
@@ -225,14 +225,15 @@ class SummaryWriter:
             try:
                 payload = wire.scalar_event(wire.simple_value_parts(tag), v, step, wt)
             except OverflowError:
-                check_int_fits_float(v, f"tag_scalar_dict[{key!r}]")
+                if isinstance(v, int):  # as_float keeps a Python int as it is
+                    check_int_fits_float(v, f"tag_scalar_dict[{key!r}]")
                 raise
             events.append((join(self.log_dir, run), payload))
         self._check_open()
         for run_dir, payload in events:
             self._sub_writer(run_dir).add(payload)
 
-    def _sub_writer(self, run_dir: str) -> EventFileWriter:
+    def _sub_writer(self, run_dir: str) -> EventFileWriter | _NoDiskFile:
         fw = self._sub_writers.get(run_dir)
         if fw is None:
             with self._sub_lock:  # two threads must not open two files for one run

@@ -339,7 +339,7 @@ def scalar(name: str, data: Any, step: Any = None, description: str | None = Non
 
 
 def histogram(name: str, data: Any, step: Any = None, buckets: int | None = None,
-              description: str | None = None) -> bool:
+              description: str | None = None) -> bool | Tensor:
     """Write a histogram of `data`'s elements: `buckets` (default 30) equal-width
     buckets as a k x 3 float64 tensor (left, right, count), `histograms` plugin.
 
@@ -368,7 +368,7 @@ def histogram(name: str, data: Any, step: Any = None, buckets: int | None = None
     return w._write_event(protos.histogram_event(tag, table, step, _now(), description))
 
 
-def text(name: str, data: Any, step: Any = None, description: str | None = None) -> bool:
+def text(name: str, data: Any, step: Any = None, description: str | None = None) -> bool | Tensor:
     """Write text (a str, bytes, or an array of them; Markdown), `text` plugin.
 
     Example:
@@ -388,7 +388,7 @@ def text(name: str, data: Any, step: Any = None, description: str | None = None)
 
 
 def image(name: str, data: Any, step: Any = None, max_outputs: int = 3,
-          description: str | None = None) -> bool:
+          description: str | None = None) -> bool | Tensor:
     """Write up to `max_outputs` images of a [k, height, width, channels] batch
     (uint8, or float in [0, 1]; 1-4 channels) as PNGs, `images` plugin.
 
@@ -413,7 +413,7 @@ def image(name: str, data: Any, step: Any = None, max_outputs: int = 3,
 
 
 def audio(name: str, data: Any, sample_rate: Any, step: Any = None, max_outputs: int = 3,
-          encoding: str | None = None, description: str | None = None) -> bool:
+          encoding: str | None = None, description: str | None = None) -> bool | Tensor:
     """Write up to `max_outputs` clips of a [k, frames, channels] batch of float
     samples in [-1, 1] as 16-bit WAV (`audio` plugin, a [k, 2] string tensor of
     (wav, label) as TF writes).
@@ -444,7 +444,7 @@ def audio(name: str, data: Any, sample_rate: Any, step: Any = None, max_outputs:
     return w._write_event(protos.audio_event(tag, clips, step, _now(), description))
 
 
-def write_raw_pb(tensor: Any, step: Any = None, name: str | None = None) -> bool:
+def write_raw_pb(tensor: Any, step: Any = None, name: str | None = None) -> bool | Tensor:
     """Write a serialized `Summary` proto (bytes, or a list of them) as it is,
     each at `step` (TF's `tf.summary.experimental.write_raw_pb`).
 
@@ -528,7 +528,7 @@ def graph(graph_data: Any) -> bool:
     return target[0]._write_event(protos.graph_event(data, _now()))
 
 
-def write(tag: str, tensor: Any, step: Any = None, metadata: Any = None, name: str | None = None) -> bool:
+def write(tag: str, tensor: Any, step: Any = None, metadata: Any = None, name: str | None = None) -> bool | Tensor:
     """Write a raw tensor summary: `tensor` is an array-like (or a zero-argument
     callable returning one, only called when recording); `metadata` is a
     SummaryMetadata proto, its bytes, or None.

@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from jitflow.runtime.core import instrument
+from jitflow.runtime.core import instrument, lazyjit
 from jitflow.runtime.core.tensor import CPU0
 
 from . import attribution
@@ -420,6 +420,7 @@ class _NumbaCompiles:
     """numba's `numba:compile` events (a kernel compiled on its first call) as runtime events."""
 
     def __init__(self) -> None:
+        lazyjit.numba()  # never beside a background import of numba (see lazyjit.numba)
         import numba.core.event as numba_event
         self._event = numba_event
         self._open: Dict[int, List[int]] = {}

@@ -59,7 +59,7 @@ RUNTIME_LINE = "jitflow runtime (compile, cache, tier-up)"
 # Runtime events as `name:Type`, the shape xprof parses into an op statistics row.
 _RUNTIME_TYPES = {"jitflow.compile": "JitflowCompile", "jitflow.cache_load": "JitflowCacheLoad",
                   "jitflow.tier_up": "JitflowTierUp", "numba.compile": "NumbaCompile",
-                  "jitflow.plan_build": "JitflowPlanBuild"}
+                  "jitflow.plan_build": "JitflowPlanBuild", "jitflow.numba_load": "JitflowNumbaLoad"}
 
 
 def _scope_spans(events: List[OpEvent], thread_id: int) -> List[Span]:

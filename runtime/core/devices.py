@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from jitflow.runtime.core import context
+from jitflow.runtime.core import context, lazyjit
 
 JOB = "/job:localhost/replica:0/task:0"
 CPU0 = f"{JOB}/device:CPU:0"
@@ -132,6 +132,7 @@ active: bool = _cuda_possible()
 
 def simulated() -> bool:
     """True when numba's CUDA simulator stands in for a GPU."""
+    lazyjit.numba()  # never beside a background import of numba (see lazyjit.numba)
     from numba.core import config
     return bool(config.ENABLE_CUDASIM)
 
@@ -144,6 +145,7 @@ def _discover() -> List[PhysicalDevice]:
         found: List[PhysicalDevice] = []
         if _cuda_possible():
             try:
+                lazyjit.numba()  # never beside a background import of numba (see lazyjit.numba)
                 from numba.core import config
                 if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0") and not config.ENABLE_CUDASIM \
                         and "numba.cuda" not in sys.modules:

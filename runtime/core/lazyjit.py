@@ -34,7 +34,13 @@ _on_load: List[Callable[[ModuleType], None]] = []
 
 
 def numba() -> ModuleType:
-    """The numba module, imported on the first call (which also runs the load hooks)."""
+    """The numba module, imported on the first call (which also runs the load hooks).
+
+    Every import of numba in jitflow goes through here first (`lazyjit.numba()` before a
+    `from numba... import`): numba may be importing on another thread (`numpy_tier` loads it
+    in the background), and numba's modules import each other, so a thread that entered that
+    cycle at a submodule meanwhile would get a half-initialised module. This lock makes
+    it wait for the whole import instead."""
     global _numba, _loading
     if _numba is not None:
         return _numba

@@ -13,6 +13,8 @@ import threading
 import warnings
 from typing import Dict
 
+from jitflow.runtime.core import lazyjit
+
 _lock = threading.Lock()
 _decided: Dict[str, bool] = {}
 _warned = False
@@ -35,7 +37,8 @@ def usable(source_file: str) -> bool:
 
 
 def _probe(source_file: str) -> bool:
-    from numba.core.caching import FunctionCache  # numba is imported by every caller already
+    lazyjit.numba()  # imported by every caller already, or loading on another thread: wait for it
+    from numba.core.caching import FunctionCache
 
     if not os.path.exists(source_file):  # numba's locators stat the source: probe with a stand-in
         source_file = os.path.join(os.path.dirname(os.path.abspath(source_file)), "_numba_cache_probe.py")

@@ -121,6 +121,13 @@ def normalize(dims: Any) -> Dims:
     return tuple(out)
 
 
+def known_dims(dims: Dims) -> Tuple[int, ...]:
+    """`dims` where they are known to be fully defined (a tensor the compiler accepted, a
+    shape checked before): typed as such, and asserted."""
+    assert dims is not None and all(d is not None for d in dims), f"expected a fully known shape, got {dims}"
+    return cast(Tuple[int, ...], dims)
+
+
 def format_dims(dims: Dims) -> str:
     """TF's text form: `(2, 3)`, `(None, 3)`, `()`, `<unknown>`."""
     if dims is None:

@@ -61,6 +61,12 @@ class Tensor:
         """A hashable reference to this tensor (TF's `Tensor.ref()`)."""
         return TensorRef(self)
 
+    if TYPE_CHECKING:
+        def numpy(self) -> Any: ...  # each subclass's (a symbolic tensor's raises AttributeError, as TF's)
+
+        # installed by `runtime.ops.operators`, with the other operators (the ops sit above the core)
+        def __getitem__(self, item: Any) -> "Tensor": ...
+
 
 class TensorRef:
     """Hashable by identity; `.deref()` returns the tensor."""

@@ -40,6 +40,7 @@ class _IteratorResource:
         if not self.has_next():
             raise OutOfRangeError("End of sequence")
         element, self.buffered = self.buffered, None
+        assert element is not None  # has_next() buffered it
         return element
 
 

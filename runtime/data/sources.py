@@ -215,7 +215,7 @@ class ListFilesDataset(Dataset):
         order = list(self._files)
         if self._shuffle:
             g, o = self._seeds
-            seq = None if g is None else [g, o, self._epoch]
+            seq = None if g is None or o is None else [g, o, self._epoch]  # get_seed gives both or neither
             np.random.default_rng(seq).shuffle(order)
             self._epoch += 1
         for f in order:
@@ -277,7 +277,7 @@ class SampleFromDatasets(Dataset):
 
     def _gen(self, name: str) -> Iterator[Element]:
         g, o = self._seeds
-        rng = np.random.default_rng(None if g is None else [g, o, self._epoch])
+        rng = np.random.default_rng(None if g is None or o is None else [g, o, self._epoch])  # both or neither
         if self._rerandomize:
             self._epoch += 1
         its = [d._iter_flat(name) for d in self._datasets]

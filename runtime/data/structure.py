@@ -184,6 +184,12 @@ def leaf_as_array(value: Any, dtype: _dt.DType, what: str) -> np.ndarray:
     if isinstance(value, Tensor):
         if value._dtype is not dtype:
             raise TypeError(f"{what}: expected dtype {dtype.name}; got {value._dtype.name}")
-        return value._host() if hasattr(value, "_host") else np.asarray(value._value)
-    t = convert_to_tensor(value, dtype=dtype)
-    return t._host() if hasattr(t, "_host") else np.asarray(t._value)
+        return _host(value, what)
+    return _host(convert_to_tensor(value, dtype=dtype), what)
+
+
+def _host(t: Tensor, what: str) -> np.ndarray:
+    if isinstance(t, EagerTensor):
+        return t._host()
+    raise TypeError(f"{what}: expected a value; got the symbolic tensor {getattr(t, 'name', t)!r}, which has "
+                    "a value only while its graph runs")

@@ -92,6 +92,7 @@ class ShuffleDataset(Dataset):
             self._epoch += 1
         if g is None:
             return np.random.default_rng()
+        assert o is not None  # get_seed gives an op seed whenever it gives a global one
         return np.random.default_rng([g, o, epoch if self._reshuffle else 0])
 
     def _gen(self, name: str) -> Iterator[Element]:
@@ -204,7 +205,11 @@ class PaddedBatchDataset(BatchDataset):
                       for p in _s.flatten(padded_shapes, lists_are_structure=False)]
             if len(shapes) != len(specs):
                 raise ValueError(f"padded_shapes: has {len(shapes)} components; the elements have {len(specs)}")
-        self._shapes = [tuple(None if d in (None, -1) else int(d) for d in s) for s in shapes]
+        # a None component pads every unknown dimension of that component to the batch's longest
+        known = [spec._dims if s is None else s for s, spec in zip(shapes, specs)]
+        if any(s is None for s in known):
+            raise ValueError("padded_batch: padded_shapes is needed when a component's rank is unknown")
+        self._shapes = [tuple(None if d in (None, -1) else int(d) for d in s) for s in known if s is not None]
         for k, (s, spec) in enumerate(zip(self._shapes, specs)):
             if spec._dims is not None and len(s) != len(spec._dims):
                 raise ValueError(f"padded_shapes: component {k} has rank {len(s)}; the elements have "

@@ -20,7 +20,9 @@ from jitflow.runtime.ops.constant_op import TensorConvertible, convert_to_tensor
 
 
 def _split_leaf(leaf: Any, total: int, first: int, local: int) -> List[Any]:
-    if isinstance(leaf, (EagerTensor, TensorConvertible)):
+    if isinstance(leaf, TensorConvertible):  # a variable: its value
+        leaf = leaf._as_tensor()
+    if isinstance(leaf, EagerTensor):
         dtype = leaf.dtype
         array = np.asarray(leaf.numpy())
     elif isinstance(leaf, Tensor):

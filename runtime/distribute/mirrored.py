@@ -31,7 +31,11 @@ def _default_devices() -> List[str]:
 def _check_devices(devices: Any) -> List[str]:
     if isinstance(devices, (str, bytes)):
         raise TypeError(f"devices: expected a list of device names such as ['/cpu:0', '/cpu:1']; got {devices!r}")
-    names = [_devices.canonical(d) for d in devices]
+    named = [(d, _devices.canonical(d)) for d in devices]
+    unnamed = [d for d, n in named if n is None]
+    if unnamed:
+        raise ValueError(f"devices: expected device names such as '/cpu:0'; got {unnamed[0]!r}, which names none")
+    names = [n for _, n in named if n is not None]
     if not names:
         raise ValueError("devices: expected at least one device; got an empty list")
     dupes = sorted({n for n in names if names.count(n) > 1})

@@ -32,6 +32,7 @@ import numpy as np
 
 from jitflow.runtime.core.graph import Node
 from jitflow.runtime.ops import math_ops
+from jitflow.runtime.core.shapes import known_dims
 from jitflow.runtime.core.tensor import SymbolicTensor
 
 PARALLEL_MIN_ELEMENTS = 1 << 20
@@ -75,21 +76,21 @@ def _reduce(kind: str) -> Callable:
     def lower(node: Node, a: List[str]) -> str:
         x = node.inputs[0]
         integer = x._dtype.is_integer
-        rank = len(x._dims)
+        rank = len(known_dims(x._dims))
         axis = node.attrs["axis"]
         base = "sum" if kind == "mean" else kind
         if axis is None or len(axis) == rank:
             expr = f"_K.{'i' if integer and base in ('sum', 'prod') else ''}{base}_all({a[0]})"
-            count = int(np.prod(x._dims, dtype=np.int64))
+            count = int(np.prod(known_dims(x._dims), dtype=np.int64))
         else:
             expr = f"_K.{'i' if integer else ''}{base}_axis({a[0]}, {axis[0]})"
-            count = x._dims[axis[0]]
+            count = known_dims(x._dims)[axis[0]]
         if kind == "mean" and integer:  # the interpreter divides in float64, truncates, casts back
             expr = (f"np.trunc({expr} / {max(count, 1)}).astype({np_type(x._dtype)})" if expr.startswith("_K.isum_axis")
                     else f"{np_type(x._dtype)}(np.trunc({expr} / {max(count, 1)}))")
         elif kind == "mean":
             expr = f"({expr} / {np_type(x._dtype)}({count}))"
-        dims = tuple(node.outputs[0]._dims)
+        dims = tuple(known_dims(node.outputs[0]._dims))
         if dims and (axis is None or len(axis) == rank):
             expr = f"np.full({dims}, {expr})"  # keepdims of a full reduction: a scalar in every slot
         elif dims:
@@ -99,7 +100,7 @@ def _reduce(kind: str) -> Callable:
 
 
 def _reshape(node: Node, a: List[str]) -> str:
-    dims = tuple(node.outputs[0]._dims)
+    dims = tuple(known_dims(node.outputs[0]._dims))
     if not dims:
         return f"{a[0]}.reshape(1)[0]" if node.inputs[0]._dims else a[0]
     return f"np.ascontiguousarray({a[0]}).reshape({dims})"
@@ -164,7 +165,8 @@ def fusable_reduction(node: Node) -> bool:
         return False
     x = node.inputs[0]
     axis = node.attrs["axis"]
-    return bool(x._dims) and (axis is None or len(axis) == len(x._dims))
+    dims = x._dims
+    return dims is not None and len(dims) > 0 and (axis is None or len(axis) == len(dims))
 
 
 # -- fused loops ------------------------------------------------------------------------------------
@@ -184,7 +186,7 @@ class Loop:
         """A placeholder (`_x0_1_`) for one element of an input the loop does not compute."""
         k = key(t)
         if k not in self.external:
-            self.external[k] = (name, tuple(t._dims))
+            self.external[k] = (name, tuple(known_dims(t._dims)))
         return f"_x{self.number}_{list(self.external).index(k)}_"
 
 
@@ -273,9 +275,9 @@ class SegmentWriter:
             return
         out = node.outputs[0]
         if is_elementwise(node) and out._dims:
-            self.join(node, tuple(out._dims))
+            self.join(node, tuple(known_dims(out._dims)))
         elif fusable_reduction(node):
-            self.reduce(node, tuple(node.inputs[0]._dims))
+            self.reduce(node, tuple(known_dims(node.inputs[0]._dims)))
         else:
             data = [] if node.op.tf_op in _NO_DATA_INPUTS else node.inputs
             args = [self.value(t) for t in data]
@@ -466,10 +468,10 @@ def _reduction_result(node: Node, acc: str) -> str:
     t = np_type(x._dtype)
     expr = f"{t}({acc})"
     if node.op.tf_op == "Mean":
-        count = int(np.prod(x._dims, dtype=np.int64))
+        count = int(np.prod(known_dims(x._dims), dtype=np.int64))
         expr = (f"{t}(np.trunc({expr} / {max(count, 1)}))" if x._dtype.is_integer
                 else f"({expr} / {t}({count}))")
-    dims = tuple(node.outputs[0]._dims)
+    dims = tuple(known_dims(node.outputs[0]._dims))
     return f"np.full({dims}, {expr})" if dims else expr
 
 

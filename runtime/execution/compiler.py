@@ -53,6 +53,7 @@ from jitflow.runtime.execution.codegen import LOWERINGS, segment_source
 from jitflow.runtime.execution.executor import CompileError, Plan, _needed_nodes  # noqa: F401 - CompileError re-exported
 from jitflow.runtime.core import lazyjit
 from jitflow.runtime.core.graph import Graph, Node
+from jitflow.runtime.core.shapes import known_dims
 from jitflow.runtime.core.tensor import SymbolicTensor
 from jitflow.runtime.ops.registry import bind_kernel
 from jitflow.runtime.core import numba_cache
@@ -112,19 +113,20 @@ def compilable(node: Node) -> Optional[str]:
             return f"{t.name} has a partially unknown shape"
         if t._dtype.name not in _COMPILABLE_DTYPES:
             return f"{t.name} has dtype {t._dtype.name}"
-    if op in ("Max", "Min") and node.attrs["axis"] is not None and len(node.attrs["axis"]) != len(node.inputs[0]._dims):
+    x_dims = known_dims(node.inputs[0]._dims) if node.inputs else ()  # known: checked just above
+    if op in ("Max", "Min") and node.attrs["axis"] is not None and len(node.attrs["axis"]) != len(x_dims):
         return "max/min over some axes"
     if op in ("Sum", "Mean", "Prod", "Max", "Min"):
-        partial = node.attrs["axis"] is not None and len(node.attrs["axis"]) != len(node.inputs[0]._dims)
-        if partial and (op not in ("Sum", "Mean") or len(node.inputs[0]._dims) != 2):
-            return f"{op} over some axes of a rank-{len(node.inputs[0]._dims)} tensor"
-        if not node.inputs[0]._dims:
+        partial = node.attrs["axis"] is not None and len(node.attrs["axis"]) != len(x_dims)
+        if partial and (op not in ("Sum", "Mean") or len(x_dims) != 2):
+            return f"{op} over some axes of a rank-{len(x_dims)} tensor"
+        if not x_dims:
             return "reduction of a scalar"
     if op in ("FloorDiv", "FloorMod") and node.inputs[1]._dtype.is_integer:
         return "integer floordiv/mod (the interpreter's kernel checks for division by zero)"
     if op == "MatMul" and not node.inputs[0]._dtype.is_floating:
         return "integer matmul"
-    if op in ("Softmax", "LogSoftmax") and (len(node.inputs[0]._dims) != 2 or node.attrs["axis"] not in (-1, 1)):
+    if op in ("Softmax", "LogSoftmax") and (len(x_dims) != 2 or node.attrs["axis"] not in (-1, 1)):
         return "softmax that is not over the last axis of a matrix"
     return None
 
@@ -144,7 +146,7 @@ def static_values(nodes: Sequence[Node]) -> Dict[int, np.ndarray]:
         if op == "Const":
             value = node.attrs["value"]
         elif op == "Size" and known and dims is not None:
-            value = np.array(int(np.prod(dims, dtype=np.int64)), out._dtype.as_numpy_dtype)
+            value = np.array(int(np.prod(known_dims(dims), dtype=np.int64)), out._dtype.as_numpy_dtype)
         elif op == "Shape" and known:
             value = np.array(dims, out._dtype.as_numpy_dtype)
         elif op in _FOLDABLE and node.inputs and all(id(t.node) in static for t in node.inputs):

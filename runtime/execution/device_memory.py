@@ -28,11 +28,13 @@ import weakref
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
-from numba import cuda
 
-from jitflow.runtime.core import devices
+from jitflow.runtime.core import devices, lazyjit
 from jitflow.runtime.core import tensor as _tensor
 from jitflow.runtime.core.errors import ResourceExhaustedError
+
+lazyjit.numba()  # numba may be loading on another thread: wait for it (see lazyjit.numba) before numba.cuda
+from numba import cuda  # noqa: E402
 
 SIMULATED = devices.simulated()
 _GRANULE = 512

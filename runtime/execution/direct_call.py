@@ -61,7 +61,7 @@ def _load_accelerator() -> Optional[type]:
     if os.environ.get("JITFLOW_DIRECT", "").lower() == "python":
         return None
     try:
-        from jitflow.runtime.execution import _direct  # lazy: an optional C extension, absent without a compiler
+        import jitflow.runtime.execution._direct as _direct  # lazy: an optional C extension, absent without a compiler
     except ImportError:
         return None
     if getattr(_direct, "ABI_VERSION", None) != _C_ABI_VERSION:

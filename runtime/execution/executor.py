@@ -80,6 +80,8 @@ class Plan:
     `feeds` are the argument placeholders' values followed by the captured inputs'.
     """
 
+    run: Callable[..., tuple]  # the generated function (see `_generate`)
+
     def __init__(self, graph: Graph, feeds: Sequence[SymbolicTensor],
                  outputs: Sequence[SymbolicTensor], backend: str = "cpu") -> None:
         self.graph = graph

@@ -13,6 +13,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.core import lazyjit
 from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.ops.registry import apply, register
@@ -22,7 +23,7 @@ _kernels: dict = {}
 
 
 def _compile():
-    import numba
+    numba = lazyjit.numba()
 
     @numba.njit(cache=True, nogil=True)
     def bilinear(src, out_h, out_w):  # src: [n, h, w, c] float32

@@ -6,8 +6,11 @@ summary writing never pays numba's compile time. Kernels are cached on disk.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from jitflow.runtime.core import lazyjit
+
+numba = lazyjit.numba()  # through lazyjit: numba may be loading on another thread (see lazyjit.numba)
 
 
 def _make_tables() -> np.ndarray:

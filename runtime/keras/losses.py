@@ -9,7 +9,7 @@ batch by default). `get` resolves what `compile(loss=...)` accepts: a name
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Dict
 
 from jitflow.runtime.training.losses import *  # noqa: F401,F403
 from jitflow.runtime.training.losses import __all__ as _runtime_all
@@ -60,7 +60,7 @@ class Huber(LossFunctionWrapper):
         super().__init__(huber, reduction=reduction, name=name, delta=delta)
 
 
-_FUNCTIONS = {
+_FUNCTIONS: Dict[str, Callable[..., Any]] = {
     "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
     "categorical_crossentropy": categorical_crossentropy,
     "binary_crossentropy": binary_crossentropy,
@@ -68,8 +68,9 @@ _FUNCTIONS = {
     "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error, "MAE": mean_absolute_error,
     "huber": huber, "huber_loss": huber,
 }
-_CLASSES = {cls.__name__: cls for cls in (SparseCategoricalCrossentropy, CategoricalCrossentropy,
-                                           BinaryCrossentropy, MeanSquaredError, MeanAbsoluteError, Huber)}
+_CLASSES: Dict[str, Callable[[], Loss]] = {
+    cls.__name__: cls for cls in (SparseCategoricalCrossentropy, CategoricalCrossentropy, BinaryCrossentropy,
+                                  MeanSquaredError, MeanAbsoluteError, Huber)}
 
 
 def get(identifier: Any) -> Callable:

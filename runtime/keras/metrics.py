@@ -11,7 +11,7 @@ returns the result.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -53,12 +53,14 @@ class Metric(Layer):
         if not self._dtype.is_floating and not self._dtype.is_integer:
             raise TypeError(f'metric "{self.name}": dtype must be numeric; got {self._dtype.name}')
 
-    def add_weight(self, name: Optional[str] = None, shape=(), dtype: Any = None, initializer: Any = "zeros",
-                   **kwargs: Any) -> Variable:
+    def add_weight(self, name: Optional[str] = None, shape: Sequence[int] = (), dtype: Any = None,
+                   initializer: Any = "zeros", regularizer: Any = None, trainable: bool = False,
+                   constraint: Any = None, **kwargs: Any) -> Variable:
+        """A state variable of the metric: never trainable, as Keras's (`trainable` is ignored)."""
         kwargs.pop("aggregation", None)
         kwargs.pop("synchronization", None)
-        kwargs["trainable"] = False
-        return super().add_weight(name=name, shape=shape, dtype=dtype, initializer=initializer, **kwargs)
+        return super().add_weight(name=name, shape=shape, dtype=dtype, initializer=initializer,
+                                  regularizer=regularizer, trainable=False, constraint=constraint, **kwargs)
 
     def update_state(self, *args: Any, **kwargs: Any) -> Any:  # pragma: no cover - interface
         raise NotImplementedError(f"{type(self).__name__} must define update_state")

@@ -17,7 +17,7 @@ with `iterations` on every step (inside the compiled train step: graph ops).
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Sequence
+from typing import Any, Callable, Dict, Sequence, cast
 
 from jitflow.runtime.core import context
 from jitflow.runtime.core import dtypes as _dt
@@ -181,7 +181,10 @@ def get(identifier: Any) -> Optimizer:
     if isinstance(identifier, Optimizer):
         return identifier
     if isinstance(identifier, type) and issubclass(identifier, Optimizer):
-        return identifier()
+        if identifier is Optimizer:
+            raise ValueError("optimizer: the base class Optimizer cannot be made; pass a concrete optimizer such "
+                             f"as jf.keras.optimizers.Adam or one of {sorted(_BY_NAME)}")
+        return cast(Callable[[], Optimizer], identifier)()  # every concrete optimizer's arguments have defaults
     if isinstance(identifier, str) and identifier.lower() in _BY_NAME:
         return _BY_NAME[identifier.lower()]()
     raise ValueError(f"optimizer: unknown optimizer {identifier!r}; expected one of {sorted(_BY_NAME)} or a "

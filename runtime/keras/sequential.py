@@ -1,7 +1,7 @@
 """`Sequential`: a model that is a plain stack of layers, each feeding the next."""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -25,7 +25,7 @@ class Sequential(Model):
 
     def __init__(self, layers: Optional[Sequence[Layer]] = None, name: Optional[str] = None, **kwargs: Any) -> None:
         super().__init__(name=name, **kwargs)
-        self._input_dims_declared = None
+        self._input_dims_declared: Optional[Tuple[Optional[int], ...]] = None
         for layer in layers or []:
             self.add(layer)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import types
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -565,7 +565,7 @@ class Model(Layer):
         return cls(**config)
 
 
-_BUILD_BY_CALLING = {Model.build}
+_BUILD_BY_CALLING: Set[Callable[..., None]] = {Model.build}
 
 
 def _take_first(x: Any) -> Any:

@@ -617,7 +617,7 @@ def _known_value(t: Tensor) -> Optional[np.ndarray]:
     """The value of an eager tensor or of a graph constant; None when only known at run time."""
     if isinstance(t, EagerTensor):
         return t._host()
-    if t.node.op.tf_op == "Const":
+    if isinstance(t, SymbolicTensor) and t.node.op.tf_op == "Const":
         return t.node.attrs["value"]
     return None
 

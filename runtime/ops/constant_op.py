@@ -5,14 +5,14 @@ string; numpy arrays keep their dtype. Inside a trace a constant is a `Const` no
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import numpy as np
 
 from jitflow.runtime.core import context, devices
 from jitflow.runtime.core import graph as _graph
 from jitflow.runtime.core import dtypes as _dt
-from jitflow.runtime.core.shapes import format_dims, normalize
+from jitflow.runtime.core.shapes import format_dims, known_dims, normalize
 from jitflow.runtime.core.tensor import EagerTensor, SymbolicTensor, Tensor
 from jitflow.runtime.ops import registry
 from jitflow.runtime.ops.registry import apply, register
@@ -189,7 +189,7 @@ def to_numpy(value: Any, dtype: Optional[_dt.DType] = None) -> np.ndarray:
 
 
 def graph_constant(value: np.ndarray, dtype: _dt.DType, name: str = "Const") -> SymbolicTensor:
-    return apply("Const", [], {"value": value, "dtype": dtype}, name=name)[0]
+    return cast(SymbolicTensor, apply("Const", [], {"value": value, "dtype": dtype}, name=name)[0])  # built in a graph
 
 
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: Optional[str] = None) -> Tensor:
@@ -204,7 +204,7 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: Optional[st
     if isinstance(value, Tensor):
         if isinstance(value, SymbolicTensor):
             raise TypeError(f"value: jf.constant needs a concrete value, got the symbolic tensor {value.name}")
-        arr = value._host()
+        arr = cast(EagerTensor, value)._host()  # a tensor that is not symbolic
         if dt is not None and dt is not value._dtype:
             raise TypeError(f"value has dtype {value._dtype.name}, which does not match dtype={dt.name}; "
                             "use jf.cast to convert between dtypes")
@@ -214,10 +214,11 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: Optional[st
         dims = normalize(shape)
         if dims is None or any(d is None for d in dims):
             raise ValueError(f"shape: jf.constant needs a fully known shape; got {format_dims(dims)}")
+        shape_ = known_dims(dims)  # checked just above
         if arr.size == 1:
-            arr = np.full(dims, arr.reshape(()), dtype=arr.dtype)
-        elif arr.size == int(np.prod(dims)):
-            arr = arr.reshape(dims)
+            arr = np.full(shape_, arr.reshape(()), dtype=arr.dtype)
+        elif arr.size == int(np.prod(shape_)):
+            arr = arr.reshape(shape_)
         else:
             raise TypeError(f"value: {arr.size} elements cannot be reshaped to shape {format_dims(dims)}")
     if dt is not None:

@@ -24,7 +24,7 @@ from jitflow.runtime.ops.array_ops import cast
 from jitflow.runtime.core.context import name_scope
 from jitflow.runtime.ops.array_ops import reshape, stop_gradient
 from jitflow.runtime.ops.array_ops import where, zeros_like
-from jitflow.runtime.ops.array_ops import squeeze
+from jitflow.runtime.ops.array_ops import _known_value, squeeze
 
 
 def _bind_ufunc(kernel, attrs, in_dtypes):
@@ -441,15 +441,25 @@ _all = _reduction_kernel(K.reduce_all_2d, lambda dt: True, "bool")
 _any = _reduction_kernel(K.reduce_any_2d, lambda dt: False, "bool")
 
 
-def _mean(x, axis, keepdims):
+def _mean_of(sum_kernel):
+    """Mean as `sum_kernel`, then a division (the numpy tier reuses it with its own sum)."""
+    def mean(x, axis, keepdims):
+        return _mean_from(sum_kernel, x, axis, keepdims)
+    return mean
+
+
+def _mean_from(sum_kernel, x, axis, keepdims):
     x = np.asarray(x)
-    total = _sum(x, axis, keepdims)
+    total = sum_kernel(x, axis, keepdims)
     axes = normalize_axes(axis, x.ndim)
     count = x.size if axes is None else int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
     if x.dtype.kind in "iu":
         return (np.trunc(total / max(count, 1))).astype(x.dtype) if count else total
     with np.errstate(invalid="ignore", divide="ignore"):
         return (total / x.dtype.type(count)).astype(x.dtype)
+
+
+_mean = _mean_of(_sum)
 
 
 def _np_reduce(fn, identity=None):
@@ -491,7 +501,12 @@ def _check_axis_arg(axis: Any) -> Any:
     if axis is None:
         return None
     if isinstance(axis, Tensor):
-        axis = axis.numpy().tolist()
+        known = _known_value(axis)  # an eager tensor, or a constant of the graph being traced
+        if known is None:
+            raise TypeError(f"axis: expected an int, a list of ints, None or a constant tensor; got the symbolic "
+                            f"tensor {getattr(axis, 'name', axis)!r}, whose value is known only when the graph "
+                            "runs (the reduced axes must be known when it is built)")
+        axis = known.tolist()
     if isinstance(axis, (list, tuple)):
         if not all(isinstance(a, (int, np.integer)) for a in axis):
             raise TypeError(f"axis: expected an int, a list of ints or None; got {axis!r}")

@@ -56,6 +56,9 @@ KERNELS: Dict[str, Dict[str, Kernel]] = {"reference": {}, "cpu": {}}
 # Backend tables built on first use: name -> loader returning the table. The CUDA backend
 # (`runtime.backends`) registers "cuda" here, so numba.cuda is imported only once a GPU is used.
 KERNEL_LOADERS: Dict[str, Callable[[], Dict[str, Kernel]]] = {}
+# Tables that do not extend the CPU table: the references, and "numpy" (`ops.numpy_kernels`:
+# the CPU kernels' exact results without numba, for the ops that have them, and nothing else).
+_OWN_TABLES = ("cpu", "reference", "numpy")
 # Hooks installed by `runtime.execution.placement`, which sits above the ops: eager ops go to
 # `placed_eager` while `devices.active` (a GPU may be visible), so the CPU path below pays one
 # flag check; `place_new` moves a new constant into an enclosing `jf.device` scope.
@@ -86,7 +89,7 @@ def register(tf_op: str, infer: InferFn, *, cpu: Kernel, reference: Optional[Ker
     KERNELS["cpu"][tf_op] = cpu
     KERNELS["reference"][tf_op] = reference if reference is not None else cpu
     for backend, table in KERNELS.items():  # a backend loaded earlier extends the CPU table
-        if backend not in ("cpu", "reference"):
+        if backend not in _OWN_TABLES:
             table.setdefault(tf_op, cpu)
     return op
 
@@ -121,7 +124,7 @@ def bind_kernel(op: OpDef, backend: str, attrs: Dict[str, Any], in_dtypes: Seque
         bind = getattr(kernel, "bind", None)
         if bind is not None:
             return bind(kattrs, in_dtypes)
-    elif op.bind is not None:
+    elif op.bind is not None and kernel is KERNELS["cpu"].get(op.tf_op):  # op.bind specialises that kernel
         return op.bind(kernel, kattrs, in_dtypes)
     return functools.partial(kernel, **kattrs) if kattrs else kernel
 

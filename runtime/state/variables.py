@@ -11,7 +11,7 @@ With a GPU visible a new variable lives on it (or on the device of the enclosing
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import numpy as np
 
@@ -149,7 +149,8 @@ class Variable(TensorConvertible):
         if isinstance(initial_value, SymbolicTensor) and _evaluate_outside_graph(initial_value) is None:
             pending = initial_value
             if dtype is not None and _dt.as_dtype(dtype) is not pending._dtype:
-                pending = apply("Cast", [pending], {"DstT": _dt.as_dtype(dtype), "SrcT": pending._dtype})[0]
+                pending = cast(SymbolicTensor, apply("Cast", [pending], {"DstT": _dt.as_dtype(dtype),
+                                                                           "SrcT": pending._dtype})[0])  # traced
             dims = pending._dims
             if dims is None or any(d is None for d in dims):
                 raise ValueError(f"initial_value: {initial_value.name} has shape {format_dims(dims)}; "

@@ -223,8 +223,10 @@ def while_loop(cond: Callable, body: Callable, loop_vars: Any, shape_invariants:
         if out._dtype is not dtype:
             raise TypeError(f"{names[i]} has dtype {dtype.name} before the loop but {out._dtype.name} after "
                             "one iteration; a loop variable must keep its dtype (use jf.cast)")
-        if not is_compatible(dims, out._dims) or (dims is not None and out._dims is None) or (
-                dims is not None and any(d is not None and o is None for d, o in zip(dims, out._dims))):
+        out_dims = out._dims
+        if not is_compatible(dims, out_dims) or (dims is not None and out_dims is None) or (
+                dims is not None and out_dims is not None
+                and any(d is not None and o is None for d, o in zip(dims, out_dims))):
             raise ValueError(
                 f"{names[i]} has shape {format_dims(dims)} before the loop but {format_dims(out._dims)} "
                 "after one iteration. A loop variable must keep its shape: call .set_shape(...) on it "

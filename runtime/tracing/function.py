@@ -21,7 +21,7 @@ import types
 import warnings
 import weakref
 from collections import Counter, deque
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from jitflow.runtime.autodiff import tape as autodiff
 from jitflow.runtime.execution import config as _config
 from jitflow.runtime.tracing import autograph, autograph_ops, trace_types
 from jitflow.runtime.tracing import function_type as _function_type
-from jitflow.runtime.execution import compiler, direct_call
+from jitflow.runtime.execution import compiler, direct_call, numpy_tier
 from jitflow.runtime.core import context, instrument
 from jitflow.runtime.tracing import trace_records as _records
 from jitflow.runtime.core import traceback_filter as _tb
@@ -192,6 +192,8 @@ class ConcreteFunction:
         self._out_dtypes = [t._dtype for t in graph.outputs]
         self._single = isinstance(output_template, _Out)
         self._interpreter: Optional[Plan] = None  # built on first use (see `_plan`)
+        self._numpy_plan: Optional[Plan] = None  # the interpreter on numpy kernels while numba loads
+        self._numpy_tried = False
         self._fast: Optional[Plan] = None   # the compiled tier, once ready
         self._compile_state = "pending"    # pending → compiling → compiled | failed | never
         self.compile_seconds: Optional[float] = None
@@ -283,9 +285,9 @@ class ConcreteFunction:
         if registry.tape_active and autodiff._state.tapes:
             # Under a GradientTape, run the graph op by op so the tape sees every op.
             inputs = [leaf if isinstance(leaf, Tensor) else convert_to_tensor(leaf) for leaf in leaves]
-            outs = inline_graph(self.graph, self.inputs + [ph for _, ph in self._captures],
-                                inputs + self._captured_values, self.outputs)
-            return self._pack_symbolic(self._template, outs)
+            inlined = inline_graph(self.graph, self.inputs + [ph for _, ph in self._captures],
+                                   inputs + self._captured_values, self.outputs)
+            return self._pack_symbolic(self._template, inlined)
         if context._state.graph is not None:
             return self._call_in_graph(leaves)
         self.calls += 1
@@ -314,12 +316,29 @@ class ConcreteFunction:
     @property
     def _plan(self) -> Plan:
         """The per-op interpreter plan, built on first use: a function compiled up front
-        (or loaded from the disk cache) never pays for building it unless it is profiled."""
+        (or loaded from the disk cache) never pays for building it unless it is profiled.
+
+        In a process that has not loaded numba yet, the first plan runs on numpy kernels with
+        the numba kernels' exact results (`numpy_tier`), and the numba plan replaces it as
+        soon as a background thread has loaded numba and the kernels (`_kernels_ready`)."""
         plan = self._interpreter
         if plan is None:
-            plan = self._interpreter = Plan(self.graph, self.inputs + [ph for _, ph in self._captures],
-                                            self.graph.outputs)
+            plan = self._numpy_plan
+            if plan is None and not self._numpy_tried:
+                self._numpy_tried = True
+                plan = self._numpy_plan = numpy_tier.first_plan(
+                    self.graph, self.inputs + [ph for _, ph in self._captures], self.graph.outputs,
+                    self._kernels_ready)
+            if plan is None:
+                plan = self._interpreter = Plan(self.graph, self.inputs + [ph for _, ph in self._captures],
+                                                self.graph.outputs)
         return plan
+
+    def _kernels_ready(self, plan: Plan) -> None:
+        """The numba-kernel interpreter plan, from `numpy_tier`'s loader thread: used from the next call."""
+        self._interpreter = plan
+        self._numpy_plan = None
+        self.function._direct.clear()  # runners bound to the numpy plan are rebuilt on the next call
 
     # -- tiers: interpreter first, compiled when it pays off ----------------------------
     def _tier_up(self) -> None:
@@ -378,7 +397,7 @@ class ConcreteFunction:
         """"compiled" when the numba tier is running this function, else "interpreter"."""
         return "compiled" if self._fast is not None else "interpreter"
 
-    def _pack(self, template: Any, outs: tuple) -> Any:
+    def _pack(self, template: Any, outs: Sequence[Any]) -> Any:
         if isinstance(template, _Out):
             return _wrap(outs[template.index], self._out_dtypes[template.index])
         if isinstance(template, _CompositeOut):
@@ -454,7 +473,9 @@ def _match_structure(key: Any, value: Any, path: str, fname: str, leaves: List[A
 
 
 def _describe_value(value: Any) -> str:
-    if isinstance(value, (Tensor, TensorConvertible)):
+    if isinstance(value, TensorConvertible):  # a variable: its value's dtype and shape
+        value = value._as_tensor()
+    if isinstance(value, Tensor):
         return f"a tensor of dtype {value.dtype.name} and shape {format_dims(value._dims)}"
     if isinstance(value, np.ndarray):
         return f"a numpy array of dtype {value.dtype} and shape {format_dims(value.shape)}"
@@ -684,9 +705,12 @@ class Function(direct_call.FunctionBase):
             return
         key = direct_call.table_key(values)
         if key is not None and key not in self._direct:
+            on_numpy = cf._numpy_plan is not None and cf._fast is None
             entry = direct_call.table_entry(cf)
             if entry is not None:
                 self._direct[key] = entry
+                if on_numpy and cf._numpy_plan is None:  # numba's plan arrived meanwhile (`_kernels_ready`)
+                    self._direct.clear()
 
     def __repr__(self) -> str:
         return f"<jf.Function {self._qualname} ({self.tracing_count} traces)>"
@@ -893,7 +917,7 @@ class Function(direct_call.FunctionBase):
                 outputs.append(tensor)
                 return _Out(len(outputs) - 1)
             if isinstance(value, (bool, int, float, str, bytes)):
-                outputs.append(convert_to_tensor(value))
+                outputs.append(cast(SymbolicTensor, convert_to_tensor(value)))  # a constant of the graph
                 return _Out(len(outputs) - 1)
             if isinstance(value, CompositeTensor) and value._type_spec is not None:
                 return _CompositeOut(value._type_spec, [walk(c) for c in value._components()])

@@ -28,7 +28,7 @@ from jitflow.runtime.ops import array_ops as A
 from jitflow.runtime.ops import math_ops as M
 from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.ops.indexing_ops import gather, pad, tensor_scatter_nd_update
-from jitflow.runtime.core.shapes import TensorShape, format_dims, merge, normalize
+from jitflow.runtime.core.shapes import TensorShape, format_dims, known_dims, merge, normalize
 from jitflow.runtime.core.tensor import EagerTensor, Tensor
 
 
@@ -171,7 +171,9 @@ class TensorArray(CompositeTensor):
     def _grow(self, buffer: Tensor, needed: Any) -> Tensor:
         """`buffer` padded with zero rows up to `needed` rows (dynamic_size)."""
         extra = M.maximum(M.subtract(needed, A.shape(buffer)[0]), 0)
-        return pad(buffer, A.stack([A.stack([0, extra])] + [[0, 0]] * (buffer.ndim - 1)))
+        rank = buffer.ndim
+        assert rank is not None  # a buffer is (size, *element shape): its rank is known
+        return pad(buffer, A.stack([A.stack([0, extra])] + [[0, 0]] * (rank - 1)))
 
     def _graph_index(self, index: Any) -> Tensor:
         i = convert_to_tensor(index, dtype_hint=_dt.int32)
@@ -234,7 +236,7 @@ class TensorArray(CompositeTensor):
     def _eager_empty(self) -> Tensor:
         if not TensorShape(self._element_shape).is_fully_defined():
             raise ValueError("stack() of an empty TensorArray with an unknown element shape; pass element_shape=")
-        return A.zeros([0] + list(self._element_shape), self._dtype)
+        return A.zeros([0] + list(known_dims(self._element_shape)), self._dtype)
 
     def gather(self, indices: Any, name: Optional[str] = None) -> Tensor:
         """The elements at `indices`, stacked."""
@@ -253,7 +255,8 @@ class TensorArray(CompositeTensor):
         for i in indices:
             if not 0 <= i < len(self._items):
                 raise OutOfRangeError(f"Tried to read from index {i} but array size is: {len(self._items)}")
-            out.append(self._eager_zero(i) if self._items[i] is None else self._items[i])
+            item = self._items[i]
+            out.append(self._eager_zero(i) if item is None else item)
         return out
 
     def unstack(self, value: Any, name: Optional[str] = None) -> "TensorArray":
@@ -363,7 +366,9 @@ class TensorArray(CompositeTensor):
         if self._eager or self._buffer is None:
             return []
         if self._dynamic_size:  # the size may change from one iteration to the next
-            return [(None,) + tuple(self._buffer._dims[1:])]
+            dims = self._buffer._dims
+            assert dims is not None  # a buffer is (size, *element shape): its rank is known
+            return [(None,) + tuple(dims[1:])]
         return [None]
 
     def _needs_probe(self) -> bool:
@@ -376,7 +381,9 @@ class TensorArray(CompositeTensor):
                 "write to it (or does not return it); pass element_shape= when creating it, or assign "
                 "the result of write(): `ta = ta.write(i, x)`")
         assert like._buffer is not None  # a loop's graph array that needs no probe has its buffer
-        element = like._buffer._dims[1:]
+        dims = like._buffer._dims
+        assert dims is not None  # a buffer is (size, *element shape): its rank is known
+        element = dims[1:]
         return self._with(self._zeros(element), element)
 
 

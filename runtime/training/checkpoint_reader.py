@@ -6,7 +6,7 @@ Works on TF-format checkpoints (jitflow's or TensorFlow's) and on jitflow's olde
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -74,7 +74,7 @@ class CheckpointReader:
     def get_variable_to_shape_map(self) -> Dict[str, List[int]]:
         return dict(self._shapes)
 
-    def get_variable_to_dtype_map(self) -> Dict[str, _dt.DType]:
+    def get_variable_to_dtype_map(self) -> Dict[str, Optional[_dt.DType]]:
         return dict(self._dtypes)
 
 

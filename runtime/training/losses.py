@@ -84,7 +84,7 @@ def sparse_categorical_crossentropy(y_true: Any, y_pred: Any, from_logits: bool 
     labels = convert_to_tensor(y_true, dtype_hint=_dt.int32)
     if not labels.dtype.is_integer:
         labels = A.cast(labels, _dt.int32)  # Keras accepts float class ids
-    if labels.ndim is not None and y_pred.ndim is not None and labels.ndim == y_pred.ndim \
+    if labels._dims is not None and y_pred.ndim is not None and len(labels._dims) == y_pred.ndim \
             and labels._dims[-1] == 1:
         labels = A.squeeze(labels, [-1])  # (batch, 1) labels, as Keras allows
     logits = y_pred if from_logits else M.log(_clip(y_pred))
@@ -136,7 +136,7 @@ class Loss:
             weight = convert_to_tensor(sample_weight, dtype_hint=losses.dtype)
             if weight.dtype is not losses.dtype:
                 weight = A.cast(weight, losses.dtype)
-            while weight.ndim is not None and losses.ndim is not None and weight.ndim > losses.ndim \
+            while weight._dims is not None and losses.ndim is not None and len(weight._dims) > losses.ndim \
                     and weight._dims[-1] == 1:
                 weight = A.squeeze(weight, [-1])
             losses = M.multiply(losses, weight)

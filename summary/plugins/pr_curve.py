@@ -41,13 +41,13 @@ def compute_curve(labels: Any, predictions: Any, num_thresholds: int, weights: A
     if pred.size and (np.nanmin(pred) < 0 or np.nanmax(pred) > 1 or np.isnan(pred).any()):
         raise ValueError(f"predictions: expected values in [0, 1], got values in "
                          f"[{np.nanmin(pred)}, {np.nanmax(pred)}]" + (" and NaN" if np.isnan(pred).any() else ""))
-    w = 1.0
+    w: float | np.ndarray = 1.0
     if weights is not None:
-        w = as_numpy(weights, "weights").astype(np.float64)
-        if w.size != 1 and w.reshape(-1).shape != pred.shape:
+        given = as_numpy(weights, "weights").astype(np.float64)
+        if given.size != 1 and given.reshape(-1).shape != pred.shape:
             raise ValueError(f"weights: expected a scalar or one weight per prediction ({pred.size}), "
-                             f"got {describe(w)}")
-        w = w.reshape(-1) if w.size != 1 else float(w.reshape(()))
+                             f"got {describe(given)}")
+        w = given.reshape(-1) if given.size != 1 else float(given.reshape(()))
     bucket = np.floor(pred.astype(np.float64) * (num_thresholds - 1)).astype(np.int32)
     lab = lab.astype(np.float64)
     rng = (0, num_thresholds - 1)

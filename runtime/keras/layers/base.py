@@ -128,6 +128,8 @@ class Layer(Module):
 
     _tracked_as_layer = True   # metrics are Layers too, but not part of a model's `layers`
 
+    _layers: List["Layer"]  # the layers it holds as attributes, in order (set without __setattr__'s tracking)
+
     def __init__(self, trainable: bool = True, name: Optional[str] = None, dtype: Any = None,
                  input_shape: Optional[Sequence[Optional[int]]] = None,
                  batch_input_shape: Optional[Sequence[Optional[int]]] = None,
