@@ -72,13 +72,13 @@ def payload(writer: Any) -> Optional[dict]:
             return None
         changed = []
         for sid, last in list(written.items()):
-            stats = _stats.get(sid)
-            if stats is None:
+            live = _stats.get(sid)
+            if live is None:
                 del written[sid]
                 continue
-            progress = stats.elements + (1 if stats.finished else 0)
+            progress = live.elements + (1 if live.finished else 0)
             if progress != last:
-                changed.append((stats, progress))
+                changed.append((live, progress))
     if not changed:
         return None
     return {"version": 1, "iterators": [s.to_dict() for s, _ in changed],

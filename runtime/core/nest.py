@@ -7,7 +7,7 @@ flatten alike whatever their insertion order.
 """
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, List, Sequence
 
 from jitflow.runtime.core.tensor import Tensor
 
@@ -54,6 +54,12 @@ class TypeSpec:
     `most_specific_common_supertype(others)`. `jf.function` keys composite arguments by it,
     and accepts it in an `input_signature`.
     """
+
+    def _component_specs(self) -> List[Any]:
+        raise NotImplementedError(f"{type(self).__name__} must define _component_specs() (a subclass's job)")
+
+    def _from_components(self, tensors: Sequence[Any]) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define _from_components() (a subclass's job)")
 
 
 def flatten(structure: Any) -> List[Any]:

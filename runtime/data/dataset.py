@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 from time import perf_counter_ns
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TypeVar
 
 import numpy as np
 
@@ -70,9 +70,13 @@ class DatasetSpec:
         return hash(repr(self))
 
 
-def register(name: str) -> Callable[[type], type]:
-    """Class decorator: `Dataset.<name>(...)` builds this class (sources: `Dataset.<name>` staticmethods)."""
-    def deco(cls: type) -> type:
+_Builder = TypeVar("_Builder", bound=Callable[..., Any])
+
+
+def register(name: str) -> Callable[[_Builder], _Builder]:
+    """Decorator: `Dataset.<name>(...)` builds with this class or function (sources: `Dataset.<name>`
+    staticmethods)."""
+    def deco(cls: _Builder) -> _Builder:
         _REGISTRY[name] = cls
         return cls
     return deco

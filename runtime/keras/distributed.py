@@ -21,6 +21,16 @@ def current_strategy() -> Optional[Any]:
     return None if support is None else support.current()
 
 
+def _support() -> Any:
+    """The distribute package's Keras support (registered when a strategy module is imported,
+    which it is whenever a model has a strategy)."""
+    support = _hooks.keras_support
+    if support is None:
+        raise RuntimeError("a model has a distribution strategy but jitflow.runtime.distribute is not loaded; "
+                           "create the strategy through jf.distribute")
+    return support
+
+
 def model_strategy(model: Any) -> Optional[Any]:
     """The strategy `model` was compiled under, else the one in effect now."""
     return getattr(model, "_distribution_strategy", None) or current_strategy()
@@ -43,7 +53,7 @@ def in_model_scope(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def run(model: Any, *args: Any, **kwargs: Any) -> Any:
         strategy = model_strategy(model)
-        scope = contextlib.nullcontext() if strategy is None else _hooks.keras_support.scope(strategy)
+        scope = contextlib.nullcontext() if strategy is None else _support().scope(strategy)
         with scope:
             return method(model, *args, **kwargs)
     return run
@@ -54,7 +64,7 @@ def wrap_step(model: Any, step: Callable[[Any], Any], kind: str) -> Callable[[An
     strategy = model_strategy(model)
     if strategy is None:
         return step
-    return _hooks.keras_support.wrap_step(model, strategy, step, kind)
+    return _support().wrap_step(model, strategy, step, kind)
 
 
 def shuffle_seed(model: Any, seed: Optional[int]) -> Optional[int]:
@@ -62,7 +72,7 @@ def shuffle_seed(model: Any, seed: Optional[int]) -> Optional[int]:
     strategy = model_strategy(model)
     if strategy is None:
         return seed
-    return _hooks.keras_support.shuffle_seed(strategy, seed)
+    return _support().shuffle_seed(strategy, seed)
 
 
 __all__ = ["current_strategy", "model_strategy", "records_strategy", "in_model_scope", "wrap_step", "shuffle_seed"]

@@ -40,7 +40,7 @@ def keras_order(inputs: Any, outputs: Any) -> List[Any]:
             index[id(op)] = len(index)
             ops[id(op)] = op
         parents: List[int] = []
-        if op is not t:
+        if op is not t and t.node is not None:   # a layer's output (op_of gave its layer)
             for p in flatten(t.node.inputs):
                 if isinstance(p, KerasTensor):
                     visit(p)

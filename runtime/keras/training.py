@@ -213,7 +213,7 @@ class Model(Layer):
 
     def _named_metrics(self) -> List[Tuple[_metrics.Metric, str]]:
         """(metric, log name) in Keras's log order."""
-        named = [(self._loss_tracker, "loss")]
+        named: List[Tuple[_metrics.Metric, str]] = [(self._loss_tracker, "loss")]
         if self._compile_metrics is not None:
             named += self._compile_metrics.all()
         if self._compile_loss is not None:

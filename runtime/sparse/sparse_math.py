@@ -17,7 +17,7 @@ from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.ops.indexing_ops import gather
 from jitflow.runtime.ops.registry import apply, gradient, not_differentiable, register
 from jitflow.runtime.sparse.sparse_ops import _I64, _check, _linear, _shape_of, _sparse_out, _unravel, from_dense
-from jitflow.runtime.sparse.sparse_tensor import Dims, SparseTensor
+from jitflow.runtime.sparse.sparse_tensor import OPERATORS, Dims, SparseTensor
 
 
 # -- add -------------------------------------------------------------------------------------
@@ -122,11 +122,8 @@ def cwise(sp: SparseTensor, other: Any, mode: str) -> SparseTensor:
     return sp.with_values(values)
 
 
-SparseTensor.__mul__ = lambda self, other: cwise(self, other, "mul")  # type: ignore[attr-defined]
-SparseTensor.__truediv__ = lambda self, other: cwise(self, other, "div")  # type: ignore[attr-defined]
-SparseTensor.__add__ = lambda self, other: add(self, other)  # type: ignore[attr-defined]
-SparseTensor.__radd__ = lambda self, other: add(self, other)  # type: ignore[attr-defined]
-SparseTensor.__neg__ = lambda self: self.with_values(M.negative(self.values))  # type: ignore[attr-defined]
+OPERATORS.update(mul=lambda sp, other: cwise(sp, other, "mul"), div=lambda sp, other: cwise(sp, other, "div"),
+                 add=lambda sp, other: add(sp, other), neg=lambda sp: sp.with_values(M.negative(sp.values)))
 
 
 # -- reduce_sum ------------------------------------------------------------------------------
@@ -259,13 +256,12 @@ def _concat_dims(all_dims: List[Dims], axis: int, expand: bool) -> Dims:
     if any(d is None or None in d for d in all_dims):
         ranks = {len(d) for d in all_dims if d is not None}
         return (None,) * ranks.pop() if len(ranks) == 1 else None
-    first = all_dims[0]
-    assert first is not None
-    rank = len(first)
+    known: List[Tuple[int, ...]] = [tuple(int(n or 0) for n in d) for d in all_dims if d is not None]  # all, here
+    rank = len(known[0])
     a = axis % rank
     out = []
     for d in range(rank):
-        col = [dims[d] for dims in all_dims]  # type: ignore[index]
+        col = [dims[d] for dims in known]
         out.append(sum(col) if d == a else (max(col) if expand else col[0]))
     return tuple(out)
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.errors import InvalidArgumentError
-from jitflow.runtime.core.tensor import Tensor
+from jitflow.runtime.core.tensor import EagerTensor, Tensor
 from jitflow.runtime.ops import array_ops as A
 from jitflow.runtime.ops.indexing_ops import gather
 from jitflow.runtime.ops import math_ops as M
@@ -246,7 +246,7 @@ def reshape(sp_input: Any, shape: Any, name: Optional[str] = None) -> SparseTens
     new = convert_to_tensor(shape, dtype=_dt.int64)
     indices, out_shape = apply("SparseReshape", [sp.indices, sp.dense_shape, new], name=name)
     dims: Dims = None
-    if new.__class__.__name__ == "EagerTensor" and sp._dims is not None and None not in sp._dims:
+    if isinstance(new, EagerTensor) and sp._dims is not None and None not in sp._dims:
         dims = _resolve_shape(sp._dims, np.asarray(new._value).reshape(-1).tolist(), "shape")  # type: ignore[arg-type]
     elif out_shape._dims is not None and out_shape._dims[0] is not None:
         dims = (None,) * out_shape._dims[0]
@@ -428,7 +428,8 @@ def map_values(op: Any, *args: Any, **kwargs: Any) -> SparseTensor:
     first = sparse[0]
     for other in sparse[1:]:
         if other.indices is not first.indices:
-            same = (other.indices._dims == first.indices._dims and other.indices.__class__.__name__ == "EagerTensor"
+            same = (other.indices._dims == first.indices._dims and isinstance(other.indices, EagerTensor)
+                    and isinstance(first.indices, EagerTensor)
                     and np.array_equal(np.asarray(other.indices._value), np.asarray(first.indices._value)))
             if not same:
                 raise ValueError("map_values: the SparseTensor arguments must have the same indices")

@@ -8,7 +8,7 @@ datasets carry it the same way.
 """
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -95,6 +95,19 @@ class SparseTensorValue(NamedTuple):
     dense_shape: Any
 
 
+# `sp * x`, `sp / x`, `sp + x`, `-sp`: filled by `sparse_math`, which defines them with ops that
+# import this module (so this module cannot import them).
+OPERATORS: Dict[str, Callable[..., Any]] = {}
+
+
+def _operator(name: str) -> Callable[..., Any]:
+    op = OPERATORS.get(name)
+    if op is None:
+        raise TypeError(f"SparseTensor: the {name!r} operator needs jitflow.runtime.sparse loaded "
+                        "(import jitflow as jf; use jf.sparse)")
+    return op
+
+
 class SparseTensor(CompositeTensor):
     """A sparse tensor: `values[i]` sits at `indices[i]` of a tensor of `dense_shape` (TF's `tf.sparse.SparseTensor`).
 
@@ -118,6 +131,20 @@ class SparseTensor(CompositeTensor):
         st = cls.__new__(cls)
         st._init(indices, values, dense_shape, dims)
         return st
+
+    def __mul__(self, other: Any) -> "SparseTensor":
+        return _operator("mul")(self, other)
+
+    def __truediv__(self, other: Any) -> "SparseTensor":
+        return _operator("div")(self, other)
+
+    def __add__(self, other: Any) -> Any:
+        return _operator("add")(self, other)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> "SparseTensor":
+        return _operator("neg")(self)
 
     def _init(self, indices: Tensor, values: Tensor, dense_shape: Tensor, dims: Dims) -> None:
         for what, t, rank in (("indices", indices, 2), ("values", values, 1), ("dense_shape", dense_shape, 1)):
@@ -207,5 +234,5 @@ class SparseTensor(CompositeTensor):
         return [(None, rank), (None,), None]  # nnz may change from one iteration to the next
 
     def _numpy(self) -> SparseTensorValue:
-        return SparseTensorValue(np.asarray(self._indices._value), np.asarray(self._values._value),
-                                 np.asarray(self._dense_shape._value))
+        return SparseTensorValue(np.asarray(self._indices.numpy()), np.asarray(self._values.numpy()),
+                                 np.asarray(self._dense_shape.numpy()))

@@ -210,7 +210,7 @@ def construct(cls: Callable[..., Any], config: Dict[str, Any], where: str) -> An
     return cls(**kwargs)
 
 
-def _layer_class(entry: Dict[str, Any], custom_objects: Optional[Dict[str, Any]]) -> Callable[..., Any]:
+def _layer_class(entry: Dict[str, Any], custom_objects: Optional[Dict[str, Any]]) -> Any:
     name = entry.get("class_name")
     for key in (entry.get("registered_name"), name):
         if key:
