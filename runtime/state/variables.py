@@ -267,10 +267,19 @@ class Variable(TensorConvertible):
 
     # -- writing ------------------------------------------------------------------------
     def _update(self, op: str, value: Any, read_value: bool):
+        """Run the update; return what TF returns.
+
+        With `read_value` (the default), an `UnreadVariable`: a handle on this variable that
+        reads it when used, not now (TF's `_UnreadVariable`). Without it, None eagerly, and
+        in a trace the update's graph node (TF returns the `Operation`).
+        """
         v = convert_to_tensor(value, dtype_hint=self._dtype)
+        graph = context._state.graph
         apply(op, [self, v], {"dtype": self._dtype, "_shape": self._shape}, name=op)
         if read_value:
-            return self if context._state.graph is None else self.read_value()
+            return _UnreadVariable(self, in_graph=graph is not None)
+        if graph is not None and graph.nodes and graph.nodes[-1].op.tf_op == op:
+            return graph.nodes[-1]
         return None
 
     def assign(self, value: Any, use_locking: bool = False, name: Optional[str] = None,
@@ -336,6 +345,11 @@ class Variable(TensorConvertible):
     def ref(self):
         return self
 
+    @property
+    def _shared_resource(self) -> "Variable":
+        """The variable owning the state (an `UnreadVariable` answers the one it reads)."""
+        return self
+
 
 operators.install(Variable)
 # `__eq__` is elementwise, so Variables keep identity hashing explicitly.
@@ -348,3 +362,81 @@ class ResourceVariable(Variable):
     >>> type(Variable(1.0)).__name__
     'ResourceVariable'
     """
+
+
+class _UnreadVariable(Variable):
+    """What `assign`, `assign_add` and `assign_sub` return: the variable, read when used.
+
+    TF's `_UnreadVariable`: a variable-like handle sharing the assigned variable's state. It
+    prints as `<jf.Variable 'UnreadVariable' ...>`, converts to a tensor holding the
+    variable's value *at the time it is used* (a later assign shows), and can be assigned
+    again (chained `.assign(...)` updates the original variable).
+
+    >>> v = Variable(1.0)
+    >>> r = v.assign(2.0)
+    >>> r
+    <jf.Variable 'UnreadVariable' shape=() dtype=float32, numpy=2.0>
+    >>> _ = v.assign(5.0)
+    >>> float(r + 1.0)
+    6.0
+    >>> _ = r.assign_add(1.0)
+    >>> v.numpy()
+    np.float32(6.0)
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "_UnreadVariable":
+        return object.__new__(cls)
+
+    def __init__(self, parent: Variable, in_graph: bool = False) -> None:  # noqa: D107 - see class
+        self._parent = parent._shared_resource
+        self._in_graph = in_graph
+
+    # Everything but the name is the assigned variable's: its state, dtype, shape, options.
+    @property
+    def _shared_resource(self) -> Variable:  # type: ignore[override]
+        return self._parent
+
+    @property  # type: ignore[override]
+    def _value(self) -> Any:
+        return self._parent._value
+
+    @_value.setter
+    def _value(self, value: Any) -> None:
+        self._parent._value = value
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr == "_parent":
+            raise AttributeError(attr)
+        return getattr(self._parent, attr)
+
+    @property
+    def name(self) -> str:
+        return "UnreadVariable"
+
+    @property
+    def device(self) -> str:
+        return self._parent.device
+
+    @property
+    def _device_name(self) -> str:  # type: ignore[override]
+        return self._parent._device_name
+
+    def read_value(self) -> Tensor:
+        # Read through this handle, not the variable: as TF's, such a read does not make a
+        # tape watch the variable (it counts only where the variable is watched already).
+        parent = self._parent
+        if context._state.graph is None and not registry.tape_active:
+            return EagerTensor(_read_kernel(parent, parent._dtype), parent._dtype, parent._device_name)
+        return apply("ReadVariableOp", [self], {"dtype": parent._dtype, "_shape": parent._shape},
+                     name="ReadVariableOp")[0]
+
+    value = read_value
+
+    def _update(self, op: str, value: Any, read_value: bool):
+        return self._parent._update(op, value, read_value)
+
+    def __repr__(self) -> str:
+        if self._in_graph or context._state.graph is not None:
+            return (f"<jf.Variable 'UnreadVariable' shape={format_dims(self._parent._shape)} "
+                    f"dtype={self._parent._dtype.name}>")
+        return self._parent.__repr__().replace(f"'{self._parent._name}'", "'UnreadVariable'", 1)
