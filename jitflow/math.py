@@ -19,6 +19,7 @@ from jitflow.runtime.ops.math_extra_ops import (acos, argsort, asin, atan, ceil,
                                                 rsqrt, sinh, softsign, sort, squared_difference, tan,
                                                 top_k)
 from jitflow.runtime.ops.math_ops import log_softmax, softmax  # TF also has tf.math.softmax
+from jitflow.runtime.ops.complex_ops import angle, conj, imag, real
 
 __all__ = [
     "abs", "add", "argmax", "argmin", "cos", "divide", "equal", "exp", "floordiv", "floormod",
@@ -29,5 +30,5 @@ __all__ = [
     "sin", "sqrt", "square", "subtract", "tanh", "truediv", "unsorted_segment_sum",
     "acos", "argsort", "asin", "atan", "ceil", "cosh", "cumsum", "erf", "expm1", "floor", "log1p",
     "reciprocal", "reduce_euclidean_norm", "round", "rsqrt", "sinh", "softsign", "sort",
-    "squared_difference", "tan", "top_k", "softmax", "log_softmax",
+    "squared_difference", "tan", "top_k", "softmax", "log_softmax", "angle", "conj", "imag", "real",
 ]

@@ -114,7 +114,7 @@ class GradientTape:
                 self._variables[id(owner)] = t  # listed as given (TF lists an UnreadVariable as such)
                 self._watched[id(owner)] = owner
             elif isinstance(t, Tensor):
-                if not (t.dtype.is_floating):
+                if not (t.dtype.is_floating or t.dtype.is_complex):
                     continue  # integers carry no gradient, as in TF
                 self._watched[id(t)] = t
             else:
@@ -161,7 +161,7 @@ class GradientTape:
             return
         self._records.append(Record(op, inputs, outputs, attrs))
         for out in outputs:
-            if out._dtype.is_floating:
+            if out._dtype.is_floating or out._dtype.is_complex:
                 watched[id(out)] = out
 
     def gradient(self, target: Any, sources: Any, output_gradients: Any = None,

@@ -238,7 +238,7 @@ def parse_equation(equation: str, n_inputs: int):
 def _einsum_infer(specs, attrs):
     ins, out = parse_equation(attrs["equation"], len(specs))
     dtype = specs[0][1]
-    check_kind(dtype, "fi", "inputs")
+    check_kind(dtype, "fic", "inputs")
     sizes = {}
     for k, ((dims, d), subs) in enumerate(zip(specs, ins)):
         same_dtype(dtype, d, ("inputs[0]", f"inputs[{k}]"))
