@@ -8,6 +8,9 @@ from jitflow.runtime.ops.array_extra_ops import einsum, eye
 from jitflow.runtime.ops.clip_ops import global_norm
 from jitflow.runtime.ops.constant_op import convert_to_tensor as jf_convert
 from jitflow.runtime.ops.math_ops import matmul
+from jitflow.runtime.ops.linalg_ops import det, diag, diag_part, inv, matrix_transpose, matvec, trace
+from jitflow.runtime.ops.math_composite_ops import norm, tensordot
+from jitflow.runtime.ops.nn_activation_ops import l2_normalize
 from jitflow.runtime.ops.array_ops import transpose as _transpose
 
 
@@ -27,4 +30,5 @@ def adjoint(matrix, name=None):
     return _transpose(x, perm, conjugate=True, name=name)
 
 
-__all__ = ["adjoint", "einsum", "eye", "global_norm", "matmul"]
+__all__ = ["adjoint", "einsum", "eye", "global_norm", "matmul", "inv", "det", "trace", "diag_part", "diag",
+           "matvec", "matrix_transpose", "norm", "tensordot", "l2_normalize"]

@@ -20,6 +20,7 @@ from jitflow.runtime.autodiff import gradients as _gradients  # noqa: F401 - reg
 from jitflow.runtime.autodiff import gradients_nn as _gradients_nn  # noqa: F401 - conv/pool/activation gradients
 from jitflow.runtime.autodiff import extra_gradients as _extra_gradients  # noqa: F401 - gradients of the extra ops
 from jitflow.runtime.autodiff import complex_gradients as _complex_gradients  # noqa: F401 - complex-number op gradients
+from jitflow.runtime.autodiff import linalg_gradients as _linalg_gradients  # noqa: F401 - inv/det gradients
 from jitflow.runtime.autodiff import jacobians as _jacobians  # noqa: F401 - GradientTape.jacobian/batch_jacobian
 from jitflow.runtime.autodiff.custom_gradient import UnconnectedGradients, custom_gradient
 from jitflow.runtime.autodiff.tape import GradientTape
@@ -46,6 +47,9 @@ from jitflow.runtime.ops.array_ops import (cast, concat, expand_dims, fill, iden
                                            stop_gradient, transpose, unstack, where, zeros,
                                            zeros_like)
 from jitflow.runtime.ops.complex_ops import complex
+from jitflow.runtime.ops.math_composite_ops import add_n, gather_nd, norm, reverse, tensordot
+from jitflow.runtime.ops.tensor_utils import get_static_value, is_tensor, no_op
+from jitflow.runtime.ops import linalg_ops as _linalg_ops  # noqa: F401 - registers MatrixInverse/MatrixDeterminant
 from jitflow.runtime.ops.constant_op import constant, convert_to_tensor
 from jitflow.runtime.ops.indexing_ops import gather, one_hot, pad, tensor_scatter_nd_update
 from jitflow.runtime.ops.io_ops import print, py_function
@@ -84,7 +88,8 @@ __all__ = [
     "constant", "convert_to_tensor", "cast", "concat", "expand_dims", "fill", "identity", "ones",
     "ones_like", "range", "rank", "reshape", "shape", "size", "squeeze", "stack", "stop_gradient",
     "transpose", "unstack", "where", "zeros", "zeros_like", "gather", "one_hot", "pad",
-    "tensor_scatter_nd_update", "print", "py_function", "TensorArray", "complex", "broadcast_to", "einsum", "eye",
+    "tensor_scatter_nd_update", "print", "py_function", "TensorArray", "complex", "add_n",
+    "gather_nd", "norm", "reverse", "tensordot", "get_static_value", "is_tensor", "no_op", "broadcast_to", "einsum", "eye",
     "linspace", "split", "tile", "clip_by_global_norm", "clip_by_norm", "clip_by_value", "argsort",
     "sort",
     # math

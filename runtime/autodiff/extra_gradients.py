@@ -42,6 +42,13 @@ def _erf(rec, g):
     return [M.multiply(g, M.multiply(two_over_root_pi, M.exp(M.negative(M.square(x)))))]
 
 
+@gradient("Erfc")
+def _erfc(rec, g):
+    x = rec.inputs[0]
+    minus_two_over_root_pi = _c(-2.0 / math.sqrt(math.pi), x)
+    return [M.multiply(g, M.multiply(minus_two_over_root_pi, M.exp(M.negative(M.square(x)))))]
+
+
 @gradient("Rsqrt")
 def _rsqrt(rec, g):
     y = rec.output()

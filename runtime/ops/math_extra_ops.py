@@ -32,6 +32,7 @@ def _CACHE() -> bool:
 def log1p_(a): return math.log1p(a) if a >= -1 else math.nan
 def expm1_(a): return math.expm1(a)
 def erf_(a): return math.erf(a)
+def erfc_(a): return math.erfc(a)
 def rsqrt_(a): return 1.0 / math.sqrt(a) if a > 0 else (math.copysign(math.inf, a) if a == 0 else math.nan)
 def reciprocal_(a): return 1 / a
 def floor_(a): return np.floor(a)  # math.floor would return an int (NaN, inf break)
@@ -76,11 +77,16 @@ def _erf_ref(x):
     return np.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
 
 
+def _erfc_ref(x):
+    return np.vectorize(math.erfc, otypes=[x.dtype])(x) if x.size else x.copy()
+
+
 # (tf_op, public name, kinds, scalar fn, numpy reference)
 UNARY = [
     ("Log1p", "math.log1p", "f", log1p_, _float_ref(np.log1p)),
     ("Expm1", "math.expm1", "f", expm1_, _float_ref(np.expm1)),
     ("Erf", "math.erf", "f", erf_, _erf_ref),
+    ("Erfc", "math.erfc", "f", erfc_, _erfc_ref),
     ("Rsqrt", "math.rsqrt", "f", rsqrt_, _rsqrt_ref),
     ("Reciprocal", "math.reciprocal", "f", reciprocal_, _float_ref(np.reciprocal)),
     ("Floor", "math.floor", "f", floor_, np.floor),
@@ -135,6 +141,15 @@ def erf(x, name=None):
     array([0.], dtype=float32)
     """
     return _unary("Erf", x, name)
+
+
+def erfc(x, name=None):
+    """The complementary error function 1 - erf(x), accurate where erf(x) is near 1 (`tf.math.erfc`).
+
+    >>> erfc([0.0, 5.0]).numpy()
+    array([1.000000e+00, 1.537460e-12], dtype=float32)
+    """
+    return _unary("Erfc", x, name)
 
 
 def rsqrt(x, name=None):
