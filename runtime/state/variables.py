@@ -20,7 +20,8 @@ from jitflow.runtime.state import variable_options as _variable_options
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.errors import FailedPreconditionError, InvalidArgumentError
 from jitflow.runtime.ops.constant_op import TensorConvertible, convert_to_tensor, to_numpy
-from jitflow.runtime.ops import operators, registry
+from jitflow.runtime.ops import array_ops, operators, registry
+from jitflow.runtime.core import tensor as _tensor
 from jitflow.runtime.ops.registry import apply, register
 from jitflow.runtime.core.shapes import TensorShape, format_dims, is_compatible
 from jitflow.runtime.core.tensor import (CPU0, EagerTensor, SymbolicTensor, Tensor, host_array,
@@ -81,6 +82,37 @@ register("AssignAddVariableOp", _assign_infer, cpu=_assign_add_kernel,
          public_name="Variable.assign_add", stateful=True)
 register("AssignSubVariableOp", _assign_infer, cpu=_assign_sub_kernel,
          public_name="Variable.assign_sub", stateful=True)
+
+
+def _slice_assign_infer(specs, attrs):
+    dims, dtype = specs[1]
+    if dtype is not attrs["dtype"]:
+        raise TypeError(f"cannot assign a value of dtype {dtype.name} to a slice of a variable of dtype "
+                        f"{attrs['dtype'].name}; use jf.cast")
+    (target,), = [s[0] for s in array_ops._slice_infer([(attrs["_shape"], dtype)], {"index": attrs["index"]})],
+    if target is not None and dims is not None and not is_compatible(target, dims):
+        try:
+            np.broadcast_shapes(tuple(1 if d is None else d for d in dims), tuple(1 if d is None else d for d in target))
+        except ValueError:
+            raise InvalidArgumentError(f"cannot assign a value of shape {format_dims(dims)} to a slice of "
+                                       f"shape {format_dims(target)}") from None
+    return []
+
+
+def _slice_assign_kernel(var, value, *dynamic, index, dtype):
+    key = array_ops._slice_kernel(None, *dynamic, index=index, _key_only=True)
+    current = host_array(var._value)
+    updated = np.array(current, copy=True)
+    try:
+        updated[key] = value
+    except ValueError as e:
+        raise InvalidArgumentError(f"cannot assign a value of shape {np.shape(value)} to the slice "
+                                   f"{key} of variable {var.name}: {e}") from None
+    var._replace(placement.place_value(updated, var._device_name) if devices.active else updated)
+
+
+register("ResourceStridedSliceAssign", _slice_assign_infer, cpu=_slice_assign_kernel,
+         public_name="Variable.__getitem__(...).assign", stateful=True)
 
 
 def _evaluate_outside_graph(t: SymbolicTensor, depth: int = 0):
@@ -354,6 +386,31 @@ class Variable(TensorConvertible):
 operators.install(Variable)
 # `__eq__` is elementwise, so Variables keep identity hashing explicitly.
 Variable.__hash__ = lambda self: id(self)  # type: ignore[method-assign]
+
+
+def _getitem(self: Variable, item: Any) -> Tensor:
+    """`v[item]`: the slice's value, a tensor that also has `.assign(...)` (TF's sliced assign)."""
+    out = array_ops.getitem(self.read_value(), item)
+    out._slice_of = (self._shared_resource, item)  # type: ignore[union-attr]
+    return out
+
+
+def _assign_slice(variable: Variable, item: Any, value: Any, read_value: bool) -> Any:
+    """`v[item].assign(value)`: TF's ResourceStridedSliceAssign; returns what `v.assign` returns."""
+    spec, dynamic = array_ops._index_spec(item)
+    v = convert_to_tensor(value, dtype_hint=variable._dtype)
+    graph = context._state.graph
+    apply("ResourceStridedSliceAssign", [variable, v] + dynamic,
+          {"index": spec, "dtype": variable._dtype, "_shape": variable._shape}, name="StridedSliceAssign")
+    if read_value:
+        return _UnreadVariable(variable, in_graph=graph is not None)
+    if graph is not None and graph.nodes and graph.nodes[-1].op.tf_op == "ResourceStridedSliceAssign":
+        return graph.nodes[-1]
+    return None
+
+
+Variable.__getitem__ = _getitem  # type: ignore[method-assign,assignment]
+_tensor.SLICE_ASSIGN = _assign_slice
 
 
 class ResourceVariable(Variable):
