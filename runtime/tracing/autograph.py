@@ -513,6 +513,9 @@ def _parse(fn: Callable) -> ast.FunctionDef:
     node = tree.body[0]
     if not isinstance(node, ast.FunctionDef):
         raise ConversionError(f"{getattr(fn, '__qualname__', fn)} is not a plain function definition")
+    if node.name != fn.__code__.co_name:
+        raise ConversionError(f"the source at {fn.__code__.co_filename}:{fn.__code__.co_firstlineno} defines "
+                              f"{node.name!r}, not {fn.__code__.co_name!r} (was the file edited since it was imported?)")
     # The source starts at the first decorator, which is co_firstlineno in the file.
     ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
     node.decorator_list = []
@@ -590,8 +593,12 @@ def _converted(fn: Callable) -> _Converted:
     except SyntaxError as e:
         raise ConversionError(f"AutoGraph could not convert {fn.__qualname__}: {e}") from None
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    inner = next(c for c in factory_code.co_consts
-                 if isinstance(c, types.CodeType) and c.co_name == fn.__code__.co_name)
+    inner = next((c for c in factory_code.co_consts
+                  if isinstance(c, types.CodeType) and c.co_name == fn.__code__.co_name), None)
+    if inner is None:  # the file on disk no longer holds this function where its code says
+        raise ConversionError(f"the source of {fn.__qualname__} at {fn.__code__.co_filename}:"
+                              f"{fn.__code__.co_firstlineno} is not its definition (was the file edited "
+                              "since it was imported?)")
     result = _Converted(inner, ast.unparse(cast(ast.FunctionDef, module.body[0]).body[0]))
     with _lock:
         _cache[key] = result
