@@ -49,6 +49,8 @@ from jitflow.runtime.ops.array_ops import (cast, concat, expand_dims, fill, iden
 from jitflow.runtime.ops.complex_ops import complex
 from jitflow.runtime.ops.math_composite_ops import add_n, gather_nd, norm, reverse, tensordot
 from jitflow.runtime.ops.tensor_utils import get_static_value, is_tensor, no_op
+from jitflow.runtime.ops.array_composite_ops import (ensure_shape, meshgrid, repeat, roll, sequence_mask, slice,
+                                                     strided_slice)
 from jitflow.runtime.ops import linalg_ops as _linalg_ops  # noqa: F401 - registers MatrixInverse/MatrixDeterminant
 from jitflow.runtime.ops.constant_op import constant, convert_to_tensor
 from jitflow.runtime.ops.indexing_ops import gather, one_hot, pad, tensor_scatter_nd_update
@@ -89,7 +91,8 @@ __all__ = [
     "ones_like", "range", "rank", "reshape", "shape", "size", "squeeze", "stack", "stop_gradient",
     "transpose", "unstack", "where", "zeros", "zeros_like", "gather", "one_hot", "pad",
     "tensor_scatter_nd_update", "print", "py_function", "TensorArray", "complex", "add_n",
-    "gather_nd", "norm", "reverse", "tensordot", "get_static_value", "is_tensor", "no_op", "broadcast_to", "einsum", "eye",
+    "gather_nd", "norm", "reverse", "tensordot", "get_static_value", "is_tensor", "no_op",
+    "ensure_shape", "meshgrid", "repeat", "roll", "sequence_mask", "slice", "strided_slice", "broadcast_to", "einsum", "eye",
     "linspace", "split", "tile", "clip_by_global_norm", "clip_by_norm", "clip_by_value", "argsort",
     "sort",
     # math

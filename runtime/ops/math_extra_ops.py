@@ -147,7 +147,7 @@ def erfc(x, name=None):
     """The complementary error function 1 - erf(x), accurate where erf(x) is near 1 (`tf.math.erfc`).
 
     >>> erfc([0.0, 5.0]).numpy()
-    array([1.000000e+00, 1.537460e-12], dtype=float32)
+    array([1.0000000e+00, 1.5374597e-12], dtype=float32)
     """
     return _unary("Erfc", x, name)
 
