@@ -65,7 +65,8 @@ globals()["bool"] = _runtime.bool_
 
 __all__ = sorted(set(_runtime.__all__) | {
     "bool", "autograph", "config", "debugging", "initializers", "keras", "losses", "math", "nn", "optimizers", "random",
-    "train", "summary", "profiler", "data", "io", "image", "strings", "saved_model", "distribute", "linalg", "test", "nest",
+    "train", "summary", "profiler", "data", "io", "image", "strings", "saved_model", "distribute", "linalg", "test",
+    "nest",
     "types", "__version__",
 } - {"__version__"})
 

@@ -92,7 +92,8 @@ __all__ = [
     "transpose", "unstack", "where", "zeros", "zeros_like", "gather", "one_hot", "pad",
     "tensor_scatter_nd_update", "print", "py_function", "TensorArray", "complex", "add_n",
     "gather_nd", "norm", "reverse", "tensordot", "get_static_value", "is_tensor", "no_op",
-    "ensure_shape", "meshgrid", "repeat", "roll", "sequence_mask", "slice", "strided_slice", "broadcast_to", "einsum", "eye",
+    "ensure_shape", "meshgrid", "repeat", "roll", "sequence_mask", "slice", "strided_slice",
+    "broadcast_to", "einsum", "eye",
     "linspace", "split", "tile", "clip_by_global_norm", "clip_by_norm", "clip_by_value", "argsort",
     "sort",
     # math

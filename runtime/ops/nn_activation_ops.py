@@ -46,7 +46,8 @@ def gelu(features, approximate=False, name=None):
     x = _float(features)
     with name_scope(name or "Gelu"):
         if approximate:
-            inner = M.multiply(_c(math.sqrt(2.0 / math.pi), x), M.add(x, M.multiply(_c(0.044715, x), M.pow(x, _c(3.0, x)))))
+            cubic = M.multiply(_c(0.044715, x), M.pow(x, _c(3.0, x)))
+            inner = M.multiply(_c(math.sqrt(2.0 / math.pi), x), M.add(x, cubic))
             return M.multiply(M.multiply(_c(0.5, x), x), M.add(_c(1.0, x), M.tanh(inner)))
         return M.multiply(M.multiply(_c(0.5, x), x), E.erfc(M.multiply(x, _c(-math.sqrt(0.5), x))))  # TF's form
 

@@ -92,7 +92,8 @@ def _slice_assign_infer(specs, attrs):
     (target,), = [s[0] for s in array_ops._slice_infer([(attrs["_shape"], dtype)], {"index": attrs["index"]})],
     if target is not None and dims is not None and not is_compatible(target, dims):
         try:
-            np.broadcast_shapes(tuple(1 if d is None else d for d in dims), tuple(1 if d is None else d for d in target))
+            known = [tuple(1 if d is None else d for d in s) for s in (dims, target)]
+            np.broadcast_shapes(*known)
         except ValueError:
             raise InvalidArgumentError(f"cannot assign a value of shape {format_dims(dims)} to a slice of "
                                        f"shape {format_dims(target)}") from None

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import collections
 import inspect
-import itertools
 import sys
 import textwrap
 import threading
@@ -515,7 +514,8 @@ def _parse(fn: Callable) -> ast.FunctionDef:
         raise ConversionError(f"{getattr(fn, '__qualname__', fn)} is not a plain function definition")
     if node.name != fn.__code__.co_name:
         raise ConversionError(f"the source at {fn.__code__.co_filename}:{fn.__code__.co_firstlineno} defines "
-                              f"{node.name!r}, not {fn.__code__.co_name!r} (was the file edited since it was imported?)")
+                              f"{node.name!r}, not {fn.__code__.co_name!r} (was the file edited since it was "
+                              "imported?)")
     # The source starts at the first decorator, which is co_firstlineno in the file.
     ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
     node.decorator_list = []
@@ -546,9 +546,9 @@ def transform(fn: Callable) -> ast.Module:
         params.add(node.args.kwarg.arg)
     node.body = _bind_undefined(node.body, params | declared | globals_)
     options = _call(_ag("ConversionOptions"), [])
-    options.keywords = [ast.keyword(arg=k, value=ast.Constant(v)) for k, v in (
-        ("recursive", True), ("user_requested", True), ("optional_features", ()),
-        ("internal_convert_user_code", True))]
+    options.keywords = [ast.keyword(arg=k, value=v) for k, v in (
+        ("recursive", ast.Constant(True)), ("user_requested", ast.Constant(True)),
+        ("optional_features", ast.Tuple(elts=[], ctx=ast.Load())), ("internal_convert_user_code", ast.Constant(True)))]
     scope = _call(_ag("FunctionScope"), [ast.Constant(fn.__name__), ast.Constant("fscope"), options])
     node.body = [ast.With(items=[ast.withitem(context_expr=scope, optional_vars=_name("fscope", True))],
                           body=node.body)]
