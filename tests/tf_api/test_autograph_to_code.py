@@ -74,7 +74,7 @@ def test_to_code_has_tensorflows_shape(name):
 
 def test_most_conversions_are_exactly_tensorflows():
     same = [n for n in FUNCTIONS if jf.autograph.to_code(FUNCTIONS[n]) == RECORDED["to_code"][n]]
-    assert len(same) >= 7, f"only {same} print exactly as TF's"
+    assert len(same) >= 8, f"only {same} print exactly as TF's"
 
 
 @pytest.mark.parametrize("name,args,expected", [
@@ -96,5 +96,7 @@ def test_for_over_tensor_matches():
 @pytest.mark.tf
 def test_recording_matches_live_tensorflow():
     tf = pytest.importorskip("tensorflow")
-    live = {n: tf.autograph.to_code(f) for n, f in FUNCTIONS.items()}
-    assert live == RECORDED["to_code"], "TF's to_code changed: re-run autograph/record_to_code.py"
+    # Normalised: TF orders some names by a set of strings, which differs between processes.
+    live = {n: normalise(tf.autograph.to_code(f)) for n, f in FUNCTIONS.items()}
+    recorded = {n: normalise(code) for n, code in RECORDED["to_code"].items()}
+    assert live == recorded, "TF's to_code changed: re-run autograph/record_to_code.py"
