@@ -70,6 +70,7 @@ from jitflow.runtime.tracing import trace_records
 from jitflow.runtime.tracing.control_flow import cond, while_loop
 from jitflow.runtime.tracing.function import ConcreteFunction, Function, RetraceWarning, function
 from jitflow.runtime.tracing.tensor_array import TensorArray
+from jitflow.runtime.tracing.map_fn import map_fn
 from jitflow.runtime.training.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint
 from jitflow.runtime.training.initializers import (constant_initializer, ones_initializer,
                                                    random_normal_initializer,
@@ -104,7 +105,7 @@ __all__ = [
     "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "sigmoid", "sign", "sin", "sqrt",
     "square", "subtract", "tanh", "truediv", "ceil", "floor", "round", "rsqrt",
     # functions, control flow, gradients
-    "function", "Function", "ConcreteFunction", "RetraceWarning", "trace_records", "cond", "while_loop",
+    "function", "Function", "ConcreteFunction", "RetraceWarning", "trace_records", "cond", "while_loop", "map_fn",
     "GradientTape", "custom_gradient", "UnconnectedGradients", "VariableAggregation",
     "VariableSynchronization",
     # training
