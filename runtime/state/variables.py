@@ -24,7 +24,7 @@ from jitflow.runtime.ops import array_ops, operators, registry
 from jitflow.runtime.core import tensor as _tensor
 from jitflow.runtime.ops.registry import apply, register
 from jitflow.runtime.core.shapes import TensorShape, format_dims, is_compatible
-from jitflow.runtime.core.tensor import (CPU0, EagerTensor, SymbolicTensor, Tensor, host_array,
+from jitflow.runtime.core.tensor import (CPU0, EagerTensor, SymbolicTensor, Tensor, TensorRef, host_array,
                                          numpy_text, readonly_array)
 from jitflow.runtime.ops.registry import KERNELS, kernel_attrs
 from jitflow.runtime.execution import placement
@@ -375,8 +375,21 @@ class Variable(TensorConvertible):
     def __index__(self) -> int:
         return int(host_array(self._value))
 
-    def ref(self):
-        return self
+    def ref(self) -> TensorRef:
+        """A hashable reference, `.deref()` giving the variable back (TF's `Variable.ref()`).
+
+        >>> v = Variable(1.0)
+        >>> {v.ref(): "one"}[v.ref()], v.ref().deref() is v
+        ('one', True)
+        """
+        return TensorRef(self)  # type: ignore[arg-type]
+
+    experimental_ref = ref
+
+    @property
+    def initial_value(self) -> Any:
+        """Not available when executing eagerly, as in TF 2 (it is a TF 1 graph-mode property)."""
+        raise RuntimeError("This property is not supported when eager execution is enabled.")
 
     @property
     def _shared_resource(self) -> "Variable":
