@@ -21,7 +21,8 @@ from jitflow.runtime.ops.math_extra_ops import (acos, argsort, asin, atan, ceil,
 from jitflow.runtime.ops.math_ops import log_softmax, softmax  # TF also has tf.math.softmax
 from jitflow.runtime.ops.complex_ops import angle, conj, imag, real
 from jitflow.runtime.ops.math_composite_ops import (add_n, count_nonzero, divide_no_nan, is_inf, is_nan,
-                                                    log_sigmoid, logical_xor, multiply_no_nan, xlogy)
+                                                    log_sigmoid, logical_xor, multiply_no_nan, polyval, rint,
+                                                    xlogy)
 from jitflow.runtime.ops.nn_activation_ops import l2_normalize
 from jitflow.runtime.ops.nn_conv_ops import softplus
 
@@ -36,5 +37,5 @@ __all__ = [
     "reciprocal", "reduce_euclidean_norm", "round", "rsqrt", "sinh", "softsign", "sort",
     "squared_difference", "tan", "top_k", "softmax", "log_softmax", "angle", "conj", "imag", "real",
     "add_n", "count_nonzero", "divide_no_nan", "is_inf", "is_nan", "log_sigmoid", "logical_xor",
-    "multiply_no_nan", "xlogy", "l2_normalize", "softplus",
+    "multiply_no_nan", "xlogy", "l2_normalize", "softplus", "polyval", "rint",
 ]

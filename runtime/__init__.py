@@ -44,10 +44,13 @@ from jitflow.runtime.ops.math_extra_ops import argsort, ceil, floor, round, rsqr
 from jitflow.runtime.ops import nn_extra_ops as _nn_extra_ops  # noqa: F401 - jf.nn.dropout, l2_loss
 from jitflow.runtime.ops.array_ops import (cast, concat, expand_dims, fill, identity, ones, ones_like,
                                            range, rank, reshape, shape, size, squeeze, stack,
-                                           stop_gradient, transpose, unstack, where, zeros,
+                                           stop_gradient, transpose, unstack, zeros,
                                            zeros_like)
 from jitflow.runtime.ops.complex_ops import complex
-from jitflow.runtime.ops.math_composite_ops import add_n, gather_nd, norm, reverse, tensordot
+from jitflow.runtime.ops.math_composite_ops import add_n, gather_nd, identity_n, norm, reverse, tensordot
+from jitflow.runtime.ops.selection_ops import (boolean_mask, scatter_nd, searchsorted, tensor_scatter_nd_add,
+                                               unique, where)
+from jitflow.runtime.autodiff import selection_gradients as _selection_gradients  # noqa: F401 - scatter-add
 from jitflow.runtime.ops.tensor_utils import get_static_value, is_tensor, no_op
 from jitflow.runtime.ops.array_composite_ops import (ensure_shape, meshgrid, repeat, roll, sequence_mask, slice,
                                                      strided_slice)
@@ -91,7 +94,8 @@ __all__ = [
     "constant", "convert_to_tensor", "cast", "concat", "expand_dims", "fill", "identity", "ones",
     "ones_like", "range", "rank", "reshape", "shape", "size", "squeeze", "stack", "stop_gradient",
     "transpose", "unstack", "where", "zeros", "zeros_like", "gather", "one_hot", "pad",
-    "tensor_scatter_nd_update", "print", "py_function", "TensorArray", "complex", "add_n",
+    "tensor_scatter_nd_update", "print", "py_function", "TensorArray", "complex", "add_n", "identity_n",
+    "boolean_mask", "scatter_nd", "searchsorted", "tensor_scatter_nd_add", "unique",
     "gather_nd", "norm", "reverse", "tensordot", "get_static_value", "is_tensor", "no_op",
     "ensure_shape", "meshgrid", "repeat", "roll", "sequence_mask", "slice", "strided_slice",
     "broadcast_to", "einsum", "eye",

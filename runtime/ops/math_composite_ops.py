@@ -17,6 +17,7 @@ from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.core.tensor import Tensor
 from jitflow.runtime.ops import array_extra_ops as AX
 from jitflow.runtime.ops import array_ops as A
+from jitflow.runtime.ops import math_extra_ops as E
 from jitflow.runtime.ops import math_ops as M
 from jitflow.runtime.ops.constant_op import binary_operands, convert_to_tensor
 from jitflow.runtime.ops.indexing_ops import gather
@@ -264,5 +265,58 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa:
         raise ValueError(f"ord: expected 'euclidean', 'fro', 1, 2, np.inf or a positive number; got {ord!r}")
 
 
-__all__ = ["add_n", "divide_no_nan", "multiply_no_nan", "is_nan", "is_inf", "logical_xor", "count_nonzero",
-           "log_sigmoid", "xlogy", "tensordot", "reverse", "gather_nd", "norm"]
+def identity_n(input, name=None):  # noqa: A002 - TF's name
+    """A list of identities of the tensors in `input` (`tf.identity_n`).
+
+    >>> [t.numpy() for t in jf.identity_n([1, 2.5])]
+    [np.int32(1), np.float32(2.5)]
+    """
+    return [A.identity(convert_to_tensor(t)) for t in input]
+
+
+def embedding_lookup(params, ids, max_norm=None, name=None):
+    """Rows of `params` at `ids` (`tf.nn.embedding_lookup`, one params tensor; `max_norm` clips rows).
+
+    >>> jf.nn.embedding_lookup([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], [2, 0]).numpy()
+    array([[4., 5.],
+           [0., 1.]], dtype=float32)
+    """
+    with name_scope(name or "embedding_lookup"):
+        rows = gather(convert_to_tensor(params), ids)
+        if max_norm is None:
+            return rows
+        norms = M.sqrt(M.reduce_sum(M.square(rows), axis=-1, keepdims=True))
+        limit = convert_to_tensor(max_norm, dtype=rows.dtype)
+        return A.where(M.greater(norms, limit), M.multiply(rows, M.divide(limit, norms)), rows)
+
+
+def polyval(coeffs, x, name=None):
+    """coeffs[0]·x^(n-1) + ... + coeffs[n-1], by Horner's rule (`tf.math.polyval`).
+
+    >>> float(jf.math.polyval([1.0, 2.0, 3.0], 2.0))
+    11.0
+    """
+    with name_scope(name or "polyval"):
+        t = convert_to_tensor(x)
+        if not isinstance(coeffs, (list, tuple)):
+            raise ValueError(f"coeffs: expected a list of coefficients; got {coeffs!r}")
+        if not coeffs:
+            return A.zeros_like(t)
+        total = convert_to_tensor(coeffs[0], dtype_hint=t.dtype)
+        for c in coeffs[1:]:
+            total = M.add(M.multiply(total, t), convert_to_tensor(c, dtype_hint=t.dtype))
+        return total
+
+
+def rint(x, name=None):
+    """The nearest integer, halves to even (`tf.math.rint`; same as `jf.math.round`).
+
+    >>> jf.math.rint([0.5, 1.5, -1.7]).numpy()
+    array([ 0.,  2., -2.], dtype=float32)
+    """
+    return E.round(x, name=name)
+
+
+__all__ = ["identity_n", "embedding_lookup", "polyval", "rint", "add_n", "divide_no_nan", "multiply_no_nan",
+           "is_nan", "is_inf", "logical_xor", "count_nonzero", "log_sigmoid", "xlogy", "tensordot",
+           "reverse", "gather_nd", "norm"]
