@@ -106,6 +106,15 @@ def _cumsum(rec, g):
     return [E.cumsum(g, axis=a["axis"], exclusive=a["exclusive"], reverse=not a["reverse"])]
 
 
+@gradient("Cumprod")
+def _cumprod(rec, g):
+    # TF's rule: cumsum(prod · g) in the other direction, divided by x (undefined where x is 0).
+    a = rec.attrs
+    x = rec.inputs[0]
+    total = E.cumsum(M.multiply(rec.output(), g), axis=a["axis"], exclusive=a["exclusive"], reverse=not a["reverse"])
+    return [M.divide(total, x)]
+
+
 @gradient("TopKV2")
 def _top_k(rec, grads):
     """Scatter the values' gradient back to where the values came from."""

@@ -149,6 +149,8 @@ CASES: List[Case] = [
     Case("Expm1", jf.math.expm1, [r(2, 3)]),
     Case("Erf", jf.math.erf, [r(2, 3)]),
     Case("Erfc", jf.math.erfc, [r(2, 3)]),
+    Case("Cumprod", lambda x: jf.math.cumprod(x, axis=1), [pos(2, 3)]),
+    Case("Cumprod", lambda x: jf.math.cumprod(x, exclusive=True, reverse=True), [pos(3, 2)]),
     Case("TensorScatterAdd", lambda t, i, u: jf.tensor_scatter_nd_add(t, i, u),
          [r(4, 2), np.array([[3], [0], [3]], I), r(3, 2)]),
     Case("MatrixInverse", jf.linalg.inv, [r(3, 3) + 3 * np.eye(3)]),
