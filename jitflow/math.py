@@ -24,6 +24,7 @@ from jitflow.runtime.ops.math_composite_ops import (add_n, count_nonzero, divide
                                                     log_sigmoid, logical_xor, multiply_no_nan, polyval, rint,
                                                     xlogy)
 from jitflow.runtime.ops.nn_activation_ops import l2_normalize
+from jitflow.runtime.ops.selection_ops import bincount, segment_mean, segment_sum
 from jitflow.runtime.ops.nn_conv_ops import softplus
 
 __all__ = [
@@ -37,5 +38,6 @@ __all__ = [
     "reciprocal", "reduce_euclidean_norm", "round", "rsqrt", "sinh", "softsign", "sort",
     "squared_difference", "tan", "top_k", "softmax", "log_softmax", "angle", "conj", "imag", "real",
     "add_n", "count_nonzero", "divide_no_nan", "is_inf", "is_nan", "log_sigmoid", "logical_xor",
-    "multiply_no_nan", "xlogy", "l2_normalize", "softplus", "polyval", "rint",
+    "multiply_no_nan", "xlogy", "l2_normalize", "softplus", "polyval", "rint", "bincount",
+    "segment_mean", "segment_sum",
 ]

@@ -197,4 +197,101 @@ def scatter_nd(indices, updates, shape, name=None):
     return tensor_scatter_nd_add(A.zeros(A._check_dims(shape), u.dtype), indices, u, name=name)
 
 
-__all__ = ["where", "boolean_mask", "unique", "searchsorted", "tensor_scatter_nd_add", "scatter_nd"]
+
+
+# -- sorted segments and bincount --------------------------------------------------------------
+def _segment_sum_infer(specs: List[Spec], attrs: Dict[str, Any]) -> List[Spec]:
+    (dd, dt), (sd, st) = specs
+    check_kind(dt, "fic", "data")
+    check_kind(st, "i", "segment_ids")
+    if sd is not None and len(sd) != 1:
+        raise InvalidArgumentError(f"segment_ids must be a vector; got shape {format_dims(sd)}")
+    return [(None if dd is None else (None,) + tuple(dd[1:]), dt)]
+
+
+def _segment_sum_kernel(data, segment_ids):
+    data, ids = np.asarray(data), np.asarray(segment_ids)
+    if ids.shape[0] != data.shape[0]:
+        raise InvalidArgumentError(f"segment_ids should be the same size as dimension 0 of data: "
+                                   f"{ids.shape[0]} != {data.shape[0]}")
+    if ids.size and (np.any(np.diff(ids) < 0) or ids[0] < 0):
+        raise InvalidArgumentError(f"segment ids are not increasing: {ids.tolist()}")
+    n = int(ids[-1]) + 1 if ids.size else 0
+    out = np.zeros((n,) + data.shape[1:], dtype=data.dtype)
+    np.add.at(out, ids, data)
+    return out
+
+
+register("SegmentSum", _segment_sum_infer, cpu=_segment_sum_kernel, reference=_segment_sum_kernel,
+         public_name="math.segment_sum", default_name="SegmentSum")
+
+
+def segment_sum(data, segment_ids, name=None):
+    """Sums of the rows of `data` with the same id, ids sorted; empty segments give 0 (`tf.math.segment_sum`).
+
+    >>> jf.math.segment_sum([[1, 2], [3, 4], [5, 6]], [0, 0, 2]).numpy()
+    array([[4, 6],
+           [0, 0],
+           [5, 6]], dtype=int32)
+    """
+    return apply("SegmentSum", [convert_to_tensor(data), convert_to_tensor(segment_ids, dtype_hint=_dt.int32)],
+                 name=name)[0]
+
+
+def segment_mean(data, segment_ids, name=None):
+    """Means of the rows of `data` with the same id, ids sorted; empty segments give 0 (`tf.math.segment_mean`).
+
+    >>> jf.math.segment_mean([1.0, 3.0, 5.0], [0, 0, 1]).numpy()
+    array([2., 5.], dtype=float32)
+    """
+    with name_scope(name or "SegmentMean"):
+        d = convert_to_tensor(data)
+        ids = convert_to_tensor(segment_ids, dtype_hint=_dt.int32)
+        total = segment_sum(d, ids)
+        counts = segment_sum(A.ones_like(ids), ids)
+        counts = A.reshape(A.cast(counts, d.dtype), A.concat([A.shape(counts), A.ones([max(d.ndim - 1, 0)],
+                                                                                      _dt.int32)], 0))
+        safe = A.where(counts > 0, counts, A.ones_like(counts))
+        return total / safe
+
+
+def _bincount_infer(specs: List[Spec], attrs: Dict[str, Any]) -> List[Spec]:
+    check_kind(specs[0][1], "i", "arr")
+    out = attrs["dtype"] if len(specs) == 1 else specs[1][1]
+    return [((None,), out)]
+
+
+def _bincount_kernel(arr, *weights, minlength, maxlength, dtype):
+    a = np.asarray(arr).reshape(-1)
+    if a.size and a.min() < 0:
+        raise InvalidArgumentError(f"arr must be non-negative; got {a.min()}")
+    w = np.asarray(weights[0]).reshape(-1) if weights else None
+    if maxlength is not None:
+        keep = a < maxlength
+        a, w = a[keep], (w[keep] if w is not None else None)
+    out = np.bincount(a, weights=w, minlength=minlength or 0)
+    if maxlength is not None:
+        out = out[:maxlength]
+    return out.astype(dtype.as_numpy_dtype if w is None else np.asarray(weights[0]).dtype)
+
+
+register("Bincount", _bincount_infer, cpu=_bincount_kernel, reference=_bincount_kernel,
+         public_name="math.bincount", default_name="Bincount")
+
+
+def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=_dt.int32, name=None):
+    """How often each value 0, 1, ... occurs in `arr` (summing `weights` instead when given)
+    (`tf.math.bincount`).
+
+    >>> jf.math.bincount([1, 1, 2, 4]).numpy()
+    array([0, 2, 1, 0, 1], dtype=int32)
+    """
+    a = convert_to_tensor(arr)
+    inputs = [a] if weights is None else [a, convert_to_tensor(weights)]
+    return apply("Bincount", inputs, {"minlength": None if minlength is None else int(minlength),
+                                      "maxlength": None if maxlength is None else int(maxlength),
+                                      "dtype": _dt.as_dtype(dtype)}, name=name)[0]
+
+
+__all__ = ["where", "boolean_mask", "unique", "searchsorted", "tensor_scatter_nd_add", "scatter_nd", "segment_sum",
+           "segment_mean", "bincount"]

@@ -150,6 +150,7 @@ CASES: List[Case] = [
     Case("Erf", jf.math.erf, [r(2, 3)]),
     Case("Erfc", jf.math.erfc, [r(2, 3)]),
     Case("Cumprod", lambda x: jf.math.cumprod(x, axis=1), [pos(2, 3)]),
+    Case("SegmentSum", lambda x, i: jf.math.segment_sum(x, i), [r(4, 2), np.array([0, 0, 2, 3], I)]),
     Case("Cumprod", lambda x: jf.math.cumprod(x, exclusive=True, reverse=True), [pos(3, 2)]),
     Case("TensorScatterAdd", lambda t, i, u: jf.tensor_scatter_nd_add(t, i, u),
          [r(4, 2), np.array([[3], [0], [3]], I), r(3, 2)]),

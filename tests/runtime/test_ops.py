@@ -59,7 +59,8 @@ NOT_HERE = {
     "AssignSubVariableOp": "test_variable_ops_read_and_update_in_place_of_the_python_api",
     "ResourceStridedSliceAssign": "tests/tf_api/snippets_variables_more.txt (v[...].assign, against TensorFlow)",
     **{op: "tests/tf_api/snippets_api_gaps.txt (against TensorFlow: where/boolean_mask, unique, searchsorted, "
-           "scatter)" for op in ("Where", "Unique", "SearchSorted", "TensorScatterAdd")},
+           "scatter)" for op in ("Where", "Unique", "SearchSorted", "TensorScatterAdd",
+                                                     "SegmentSum", "Bincount")},
     "InitializeVariableOp": "tests/runtime/test_seeds.py (variables initialised from arguments)",
     "PrintV2": "tests/runtime/test_errors.py and test_function.py",
     "EagerPyFunc": "tests/runtime/test_errors.py and test_function.py",
