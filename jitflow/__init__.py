@@ -26,6 +26,7 @@ from jitflow import initializers as initializers
 from jitflow import linalg as linalg
 from jitflow import losses as losses
 from jitflow import math as math
+from jitflow import nest as nest
 from jitflow import nn as nn
 from jitflow import optimizers as optimizers
 from jitflow import random as random
@@ -74,7 +75,7 @@ globals()["bool"] = _runtime.bool_
 __all__ = sorted(set(_runtime.__all__) | {
     "bool", "autograph", "config", "debugging", "initializers", "keras", "losses", "math", "nn", "optimizers", "random",
     "train", "summary", "profiler", "data", "io", "image", "strings", "sparse", "SparseTensor", "SparseTensorSpec",
-    "saved_model", "distribute", "linalg", "test",
+    "saved_model", "distribute", "linalg", "test", "nest",
     "types", "__version__",
 } - {"__version__"})
 

@@ -12,6 +12,11 @@ from jitflow.runtime.ops.nn_ops import (softmax_cross_entropy_with_logits,
 
 from jitflow.runtime.ops.math_extra_ops import softsign
 from jitflow.runtime.ops.nn_extra_ops import dropout, l2_loss
+from jitflow.runtime.ops.math_composite_ops import embedding_lookup
+from jitflow.runtime.ops.nn_activation_ops import (gelu, l2_normalize, relu6, selu, sigmoid_cross_entropy_with_logits,
+                                                   silu, swish)
 
-__all__ = ["dropout", "l2_loss", "softsign", "relu", "softmax", "log_softmax", "sigmoid", "tanh",
+__all__ = ["embedding_lookup", "gelu", "l2_normalize", "relu6", "selu", "sigmoid_cross_entropy_with_logits", "silu",
+           "swish",
+           "dropout", "l2_loss", "softsign", "relu", "softmax", "log_softmax", "sigmoid", "tanh",
            "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits", *_conv.__all__]

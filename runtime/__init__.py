@@ -20,6 +20,8 @@ from jitflow.runtime import backends as _backends  # noqa: F401 - registers the 
 from jitflow.runtime.autodiff import gradients as _gradients  # noqa: F401 - registers op gradients
 from jitflow.runtime.autodiff import gradients_nn as _gradients_nn  # noqa: F401 - conv/pool/activation gradients
 from jitflow.runtime.autodiff import extra_gradients as _extra_gradients  # noqa: F401 - gradients of the extra ops
+from jitflow.runtime.autodiff import complex_gradients as _complex_gradients  # noqa: F401 - complex-number op gradients
+from jitflow.runtime.autodiff import linalg_gradients as _linalg_gradients  # noqa: F401 - inv/det gradients
 from jitflow.runtime.autodiff import jacobians as _jacobians  # noqa: F401 - GradientTape.jacobian/batch_jacobian
 from jitflow.runtime.autodiff.custom_gradient import UnconnectedGradients, custom_gradient
 from jitflow.runtime.autodiff.tape import GradientTape
@@ -43,8 +45,17 @@ from jitflow.runtime.ops.math_extra_ops import argsort, ceil, floor, round, rsqr
 from jitflow.runtime.ops import nn_extra_ops as _nn_extra_ops  # noqa: F401 - jf.nn.dropout, l2_loss
 from jitflow.runtime.ops.array_ops import (cast, concat, expand_dims, fill, identity, ones, ones_like,
                                            range, rank, reshape, shape, size, squeeze, stack,
-                                           stop_gradient, transpose, unstack, where, zeros,
+                                           stop_gradient, transpose, unstack, zeros,
                                            zeros_like)
+from jitflow.runtime.ops.complex_ops import complex
+from jitflow.runtime.ops.math_composite_ops import add_n, gather_nd, identity_n, norm, reverse, tensordot
+from jitflow.runtime.ops.selection_ops import (boolean_mask, scatter_nd, searchsorted, tensor_scatter_nd_add,
+                                               unique, where)
+from jitflow.runtime.autodiff import selection_gradients as _selection_gradients  # noqa: F401 - scatter-add
+from jitflow.runtime.ops.tensor_utils import get_static_value, is_tensor, no_op
+from jitflow.runtime.ops.array_composite_ops import (ensure_shape, meshgrid, repeat, roll, sequence_mask, slice,
+                                                     strided_slice)
+from jitflow.runtime.ops import linalg_ops as _linalg_ops  # noqa: F401 - registers MatrixInverse/MatrixDeterminant
 from jitflow.runtime.ops.constant_op import constant, convert_to_tensor
 from jitflow.runtime.ops.indexing_ops import gather, one_hot, pad, tensor_scatter_nd_update
 from jitflow.runtime.ops.io_ops import print, py_function
@@ -63,6 +74,7 @@ from jitflow.runtime.tracing import trace_records
 from jitflow.runtime.tracing.control_flow import cond, while_loop
 from jitflow.runtime.tracing.function import ConcreteFunction, Function, RetraceWarning, function
 from jitflow.runtime.tracing.tensor_array import TensorArray
+from jitflow.runtime.tracing.map_fn import map_fn
 from jitflow.runtime.training.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint
 from jitflow.runtime.training.initializers import (constant_initializer, ones_initializer,
                                                    random_normal_initializer,
@@ -83,7 +95,11 @@ __all__ = [
     "constant", "convert_to_tensor", "cast", "concat", "expand_dims", "fill", "identity", "ones",
     "ones_like", "range", "rank", "reshape", "shape", "size", "squeeze", "stack", "stop_gradient",
     "transpose", "unstack", "where", "zeros", "zeros_like", "gather", "one_hot", "pad",
-    "tensor_scatter_nd_update", "print", "py_function", "TensorArray", "broadcast_to", "einsum", "eye",
+    "tensor_scatter_nd_update", "print", "py_function", "TensorArray", "complex", "add_n", "identity_n",
+    "boolean_mask", "scatter_nd", "searchsorted", "tensor_scatter_nd_add", "unique",
+    "gather_nd", "norm", "reverse", "tensordot", "get_static_value", "is_tensor", "no_op",
+    "ensure_shape", "meshgrid", "repeat", "roll", "sequence_mask", "slice", "strided_slice",
+    "broadcast_to", "einsum", "eye",
     "linspace", "split", "tile", "clip_by_global_norm", "clip_by_norm", "clip_by_value", "argsort",
     "sort",
     # math
@@ -94,7 +110,7 @@ __all__ = [
     "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "sigmoid", "sign", "sin", "sqrt",
     "square", "subtract", "tanh", "truediv", "ceil", "floor", "round", "rsqrt",
     # functions, control flow, gradients
-    "function", "Function", "ConcreteFunction", "RetraceWarning", "trace_records", "cond", "while_loop",
+    "function", "Function", "ConcreteFunction", "RetraceWarning", "trace_records", "cond", "while_loop", "map_fn",
     "GradientTape", "custom_gradient", "UnconnectedGradients", "VariableAggregation",
     "VariableSynchronization",
     # training

@@ -11,6 +11,7 @@ from jitflow.runtime.autodiff.gradients import unbroadcast
 from jitflow.runtime.autodiff.tape import gradient, not_differentiable
 from jitflow.runtime.ops import array_extra_ops as AX
 from jitflow.runtime.ops import array_ops as A
+from jitflow.runtime.ops import complex_ops as C
 from jitflow.runtime.ops import math_extra_ops as E
 from jitflow.runtime.ops import math_ops as M
 from jitflow.runtime.ops.constant_op import convert_to_tensor
@@ -39,6 +40,13 @@ def _erf(rec, g):
     x = rec.inputs[0]
     two_over_root_pi = _c(2.0 / math.sqrt(math.pi), x)
     return [M.multiply(g, M.multiply(two_over_root_pi, M.exp(M.negative(M.square(x)))))]
+
+
+@gradient("Erfc")
+def _erfc(rec, g):
+    x = rec.inputs[0]
+    minus_two_over_root_pi = _c(-2.0 / math.sqrt(math.pi), x)
+    return [M.multiply(g, M.multiply(minus_two_over_root_pi, M.exp(M.negative(M.square(x)))))]
 
 
 @gradient("Rsqrt")
@@ -98,6 +106,15 @@ def _cumsum(rec, g):
     return [E.cumsum(g, axis=a["axis"], exclusive=a["exclusive"], reverse=not a["reverse"])]
 
 
+@gradient("Cumprod")
+def _cumprod(rec, g):
+    # TF's rule: cumsum(prod · g) in the other direction, divided by x (undefined where x is 0).
+    a = rec.attrs
+    x = rec.inputs[0]
+    total = E.cumsum(M.multiply(rec.output(), g), axis=a["axis"], exclusive=a["exclusive"], reverse=not a["reverse"])
+    return [M.divide(total, x)]
+
+
 @gradient("TopKV2")
 def _top_k(rec, grads):
     """Scatter the values' gradient back to where the values came from."""
@@ -146,25 +163,57 @@ def _split(rec, grads):
 
 @gradient("Einsum")
 def _einsum(rec, g):
-    """d/d input_i = einsum(out, others -> subs_i); letters only in input_i are broadcast back."""
+    """d/d input_i = einsum(out, conj(others) -> subs_i); letters only in input_i are broadcast back.
+
+    A letter repeated within input i (a diagonal: "ii->i", "ii->", "iij->j") is handled as
+    TF does: the gradient is taken with respect to the diagonal (each letter once) and then
+    placed back on the diagonal of a zero tensor (an einsum with identity matrices).
+    """
     ins, out = AX.parse_equation(rec.attrs["equation"], len(rec.inputs))
+    used = set(rec.attrs["equation"])
+    fresh = (c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in used)
     grads = []
     for i, (x, subs) in enumerate(zip(rec.inputs, ins)):
-        if len(set(subs)) != len(subs):
-            raise NotImplementedError(f"einsum gradient: repeated subscripts in {subs!r} (a diagonal) "
-                                      "are not differentiable in jitflow")
+        unique = "".join(dict.fromkeys(subs))  # the diagonal's subscripts, first occurrences in order
         others = [(s, t) for j, (s, t) in enumerate(zip(ins, rec.inputs)) if j != i]
         known = set(out).union(*[set(s) for s, _ in others])
-        kept = "".join(c for c in subs if c in known)
+        kept = "".join(c for c in unique if c in known)
         eq = ",".join([out] + [s for s, _ in others]) + "->" + kept
-        gi = AX.einsum(eq, g, *[t for _, t in others])
-        if kept != subs:  # letters summed only within input i: their gradient is constant along them
-            shape = []
-            for c in subs:
-                shape.append(x._dims[subs.index(c)] if c not in known else -1)
-            expand = [k for k, c in enumerate(subs) if c not in known]
-            for k in expand:
+        gi = AX.einsum(eq, g, *[_conj(t) for _, t in others])
+        if kept != unique:  # letters summed only within input i: their gradient is constant along them
+            for k in [k for k, c in enumerate(unique) if c not in known]:
                 gi = A.expand_dims(gi, k)
-            gi = AX.broadcast_to(gi, list(x._dims))
+            dims = [x._dims[subs.index(c)] for c in unique] if x._dims is not None else [None]
+            if any(d is None for d in dims):  # known at run time only: broadcast against ones
+                gi = M.multiply(gi, A.ones_like(AX.einsum(f"{subs}->{unique}", x)))
+            else:
+                gi = AX.broadcast_to(gi, dims)
+        if unique != subs:
+            gi = _onto_diagonal(gi, unique, subs, x, fresh)
         grads.append(gi)
     return grads
+
+
+def _conj(t):
+    return C.conj(t) if t.dtype.is_complex else t
+
+
+def _onto_diagonal(g_diag, unique: str, subs: str, x, fresh) -> object:
+    """A zero tensor shaped like `x` (subscripts `subs`) holding `g_diag` (subscripts `unique`) on
+    its diagonal: each repeat of a letter gets a fresh letter tied to the first by an identity."""
+    seen = set()
+    out_subs = ""
+    eyes = []
+    for pos, c in enumerate(subs):
+        if c not in seen:
+            seen.add(c)
+            out_subs += c
+            continue
+        new = next(fresh)
+        out_subs += new
+        n = A.shape(x)[pos]
+        idx = A.range(n)
+        eye = A.cast(M.equal(A.expand_dims(idx, 1), A.expand_dims(idx, 0)), g_diag.dtype)
+        eyes.append((c + new, eye))
+    eq = ",".join([unique] + [s for s, _ in eyes]) + "->" + out_subs
+    return AX.einsum(eq, g_diag, *[e for _, e in eyes])

@@ -1,5 +1,9 @@
 """Gradient functions, one per differentiable op, written with jitflow ops.
 
+Complex inputs follow TF's convention: the gradient passed back is the conjugate of the
+derivative times the incoming gradient (`_c`, a no-op for reals), so for a real loss L of
+z = x + iy the gradient is dL/dx + i·dL/dy.
+
 Each takes the op's `Record` (inputs, outputs, attrs) and the gradient of its output
 (a list for multi-output ops) and returns one gradient per input (None: no gradient).
 Because they use ordinary ops, the same code runs eagerly or builds graph nodes.
@@ -11,6 +15,7 @@ from typing import Any, List, Optional
 from jitflow.runtime.autodiff.tape import Record, gradient, not_differentiable
 from jitflow.runtime.ops import array_ops as A
 from jitflow.runtime.ops import math_ops as M
+from jitflow.runtime.ops.complex_ops import conj_if_complex as _c
 from jitflow.runtime.ops.infer import normalize_axes
 from jitflow.runtime.core.tensor import Tensor
 
@@ -59,12 +64,12 @@ def _sub(rec, g):
 @gradient("Mul")
 def _mul(rec, g):
     x, y = rec.inputs
-    return _binary(rec, M.multiply(g, y), M.multiply(g, x))
+    return _binary(rec, M.multiply(g, _c(y)), M.multiply(g, _c(x)))
 
 
 @gradient("RealDiv")
 def _div(rec, g):
-    x, y = rec.inputs
+    x, y = _c(rec.inputs[0]), _c(rec.inputs[1])
     return _binary(rec, M.divide(g, y), M.negative(M.divide(M.multiply(g, x), M.square(y))))
 
 
@@ -113,27 +118,27 @@ def _abs(rec, g):
 
 @gradient("Exp")
 def _exp(rec, g):
-    return [M.multiply(g, rec.output())]
+    return [M.multiply(g, _c(rec.output()))]
 
 
 @gradient("Log")
 def _log(rec, g):
-    return [M.divide(g, rec.inputs[0])]
+    return [M.divide(g, _c(rec.inputs[0]))]
 
 
 @gradient("Sqrt")
 def _sqrt(rec, g):
-    return [M.divide(M.multiply(g, 0.5), rec.output())]
+    return [M.divide(M.multiply(g, 0.5), _c(rec.output()))]
 
 
 @gradient("Square")
 def _square(rec, g):
-    return [M.multiply(g, M.multiply(rec.inputs[0], 2))]
+    return [M.multiply(g, M.multiply(_c(rec.inputs[0]), 2))]
 
 
 @gradient("Tanh")
 def _tanh(rec, g):
-    y = rec.output()
+    y = _c(rec.output())
     return [M.multiply(g, M.subtract(1, M.square(y)))]
 
 
@@ -145,12 +150,12 @@ def _sigmoid(rec, g):
 
 @gradient("Sin")
 def _sin(rec, g):
-    return [M.multiply(g, M.cos(rec.inputs[0]))]
+    return [M.multiply(g, _c(M.cos(rec.inputs[0])))]
 
 
 @gradient("Cos")
 def _cos(rec, g):
-    return [M.negative(M.multiply(g, M.sin(rec.inputs[0])))]
+    return [M.negative(M.multiply(g, _c(M.sin(rec.inputs[0]))))]
 
 
 @gradient("Relu")
@@ -171,9 +176,9 @@ def _read(rec, g):
 @gradient("Cast")
 def _cast(rec, g):
     src = rec.inputs[0]
-    if not src.dtype.is_floating:
+    if not (src.dtype.is_floating or src.dtype.is_complex):
         return [None]
-    return [A.cast(g, src.dtype)]
+    return [A.cast(g, src.dtype)]  # real <- complex keeps the real part (TF's rule)
 
 
 @gradient("Softmax")
@@ -242,14 +247,14 @@ gradient("Min")(_extremum)
 
 @gradient("Prod")
 def _prod(rec, g):
-    x = rec.inputs[0]
-    y = _expand_reduced(rec.output(), rec)
+    x = _c(rec.inputs[0])
+    y = _c(_expand_reduced(rec.output(), rec))
     return [M.divide(M.multiply(_expand_reduced(g, rec), y), x)]
 
 
 @gradient("MatMul")
 def _matmul(rec, g):
-    a, b = rec.inputs
+    a, b = _c(rec.inputs[0]), _c(rec.inputs[1])  # complex: adjoints, as TF's
     ta, tb = rec.attrs["transpose_a"], rec.attrs["transpose_b"]
     if not ta and not tb:
         return [M.matmul(g, b, transpose_b=True), M.matmul(a, g, transpose_a=True)]

@@ -110,10 +110,11 @@ class GradientTape:
         """Track `tensor` (or every tensor/variable in a nested structure)."""
         for t in flatten(tensor):
             if isinstance(t, TensorConvertible):
-                self._variables[id(t)] = t
-                self._watched[id(t)] = t
+                owner = _resource(t)
+                self._variables[id(owner)] = t  # listed as given (TF lists an UnreadVariable as such)
+                self._watched[id(owner)] = owner
             elif isinstance(t, Tensor):
-                if not (t.dtype.is_floating):
+                if not (t.dtype.is_floating or t.dtype.is_complex):
                     continue  # integers carry no gradient, as in TF
                 self._watched[id(t)] = t
             else:
@@ -143,6 +144,14 @@ class GradientTape:
         watched = self._watched
         if op == "ReadVariableOp":
             var = inputs[0]
+            owner = _resource(var)
+            if owner is not var:  # read through an UnreadVariable: never auto-watched (as TF)
+                inputs = [owner]
+            elif id(var) not in watched and self._watch_accessed and getattr(var, "trainable", False):
+                self._variables[id(var)] = var
+                watched[id(var)] = var
+        elif op in _ASSIGN_OPS:  # assigning a trainable variable under a tape watches it, as TF's
+            var = _resource(inputs[0])
             if id(var) not in watched and self._watch_accessed and getattr(var, "trainable", False):
                 self._variables[id(var)] = var
                 watched[id(var)] = var
@@ -152,7 +161,7 @@ class GradientTape:
             return
         self._records.append(Record(op, inputs, outputs, attrs))
         for out in outputs:
-            if out._dtype.is_floating:
+            if out._dtype.is_floating or out._dtype.is_complex:
                 watched[id(out)] = out
 
     def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
@@ -230,6 +239,14 @@ def _accumulate(grads: Dict[int, Any], key: int, value: Any) -> None:
     grads[key] = value if current is None else add(current, value)
 
 
+_ASSIGN_OPS = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
+
+
+def _resource(value: Any) -> Any:
+    """A variable's own object for an `UnreadVariable` (`v.assign(...)`'s result) reading it."""
+    return value._shared_resource if getattr(type(value), "_captured_as_resource", False) else value
+
+
 def _first_uses(records: List[Record], sources: List[Any]) -> Dict[int, List[int]]:
     """record index → the sources first read by that record (their gradients are final once
     the backward walk has processed it); sources never read come under -1."""
@@ -250,6 +267,8 @@ def _first_uses(records: List[Record], sources: List[Any]) -> Dict[int, List[int
 def _backprop(records: List[Record], targets: List[Tensor], seeds: List[Any], sources: List[Any],
               listener: Any = None) -> List[Any]:
     grads: Dict[int, Any] = {}
+    targets = [_resource(t) for t in targets]
+    sources = [_resource(s) for s in sources]
     first_uses = _first_uses(records, sources) if listener is not None else {}
     for target, seed in zip(targets, seeds):
         like = convert_to_tensor(target) if isinstance(target, TensorConvertible) else target

@@ -145,6 +145,8 @@ class Graph:
 
     def capture(self, value: Any) -> SymbolicTensor:
         """A tensor of this graph standing for `value`, an outer tensor or variable."""
+        if getattr(type(value), "_captured_as_resource", False):
+            value = value._shared_resource  # an UnreadVariable is its variable's resource
         key = id(value)
         found = self.captures.get(key)
         if found is not None:

@@ -22,6 +22,11 @@ CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 unstack_on_device: Callable[["EagerTensor"], Any] = lambda t: iter(())
 
 
+# Filled in by `runtime.state.variables`: (variable, index, value, read_value) -> what
+# `v[index].assign(value)` returns. `_slice_of` (unset on most tensors) names the slice.
+SLICE_ASSIGN: Optional[Callable[[Any, Any, Any, bool], Any]] = None
+
+
 class Tensor:
     """Base class of eager and symbolic tensors (`isinstance(x, jf.Tensor)`).
 
@@ -36,6 +41,7 @@ class Tensor:
     # Declared for the type checker; every subclass holds them in its own slots.
     _dtype: _dt.DType
     _dims: Dims
+    _slice_of: Any   # (variable, index) on `v[index]`'s result; unset elsewhere
 
     @property
     def dtype(self) -> _dt.DType:
@@ -52,6 +58,16 @@ class Tensor:
     def ndim(self) -> Optional[int]:
         dims = self._dims
         return None if dims is None else len(dims)
+
+    @property
+    def assign(self) -> Callable[..., Any]:
+        """Only on a slice of a variable (`v[1:].assign(...)`): write `value` into that slice of
+        the variable, as TF's sliced-variable assign; other tensors have no `assign`."""
+        source = getattr(self, "_slice_of", None)
+        if source is None or SLICE_ASSIGN is None:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute 'assign'")
+        variable, item = source
+        return lambda val, name=None: SLICE_ASSIGN(variable, item, val, True)  # type: ignore[misc]  # TF's signature
 
     def __hash__(self):
         raise TypeError("Tensor is unhashable (== compares elementwise). "
@@ -93,7 +109,7 @@ class EagerTensor(Tensor):
     that needs the value on the host (`numpy()`, `bool()`, printing) copies it back.
     """
 
-    __slots__ = ("_value", "_dtype", "_device")
+    __slots__ = ("_value", "_dtype", "_device", "_slice_of")
 
     def __init__(self, value: np.ndarray, dtype: _dt.DType, device: str = CPU0) -> None:
         # runtime/execution/_direct.c builds host tensors without calling this: keep the two in step.
@@ -222,7 +238,7 @@ def constant_from_numpy(value: np.ndarray, dtype_name: str) -> EagerTensor:
 class SymbolicTensor(Tensor):
     """The output of a node in a graph being traced; has a static shape, no value."""
 
-    __slots__ = ("node", "index", "_dtype", "_dims")
+    __slots__ = ("node", "index", "_dtype", "_dims", "_slice_of")
 
     def __init__(self, node: "Node", index: int, dims, dtype: _dt.DType) -> None:
         self.node = node

@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 import numpy as np
 
 from jitflow.runtime.core.graph import Node
-from jitflow.runtime.ops import math_ops
+from jitflow.runtime.ops import complex_ops, math_ops
 from jitflow.runtime.core.shapes import known_dims
 from jitflow.runtime.core.tensor import SymbolicTensor
 
@@ -68,7 +68,10 @@ def _scalar_fn(name: str) -> Callable[[Node, List[str]], str]:
 
 
 ELEMENTWISE_FUNCTIONS: Dict[str, str] = {
-    row[0]: row[-2].__name__ for row in list(math_ops._BINARY) + list(math_ops._UNARY)}
+    **{row[0]: row[-2].__name__ for row in list(math_ops._BINARY) + list(math_ops._UNARY)},
+    **complex_ops.ELEMENTWISE_FUNCTIONS}
+# For complex inputs, the scalar functions the interpreter's ufuncs use instead (cmath, not math).
+COMPLEX_FUNCTIONS: Dict[str, str] = {op: fn.__name__ for op, fn in math_ops.COMPLEX_SCALAR.items()}
 
 
 def _reduce(kind: str) -> Callable:
@@ -145,7 +148,7 @@ def is_elementwise(node: Node) -> bool:
     op = node.op.tf_op
     if op == "Cast":  # exact conversions only: float <- anything, int <- int or bool
         src, dst = node.inputs[0]._dtype, node.attrs["DstT"]
-        return dst.is_floating or (dst.is_integer and not src.is_floating)
+        return dst.is_floating or (dst.is_integer and not src.is_floating) or (dst.is_complex and not src.is_complex)
     return op in ELEMENTWISE
 
 
@@ -154,7 +157,10 @@ def element_expression(node: Node, args: List[str]) -> str:
     op = node.op.tf_op
     if op == "Cast":
         return f"{np_type(node.attrs['DstT'])}({args[0]})"
-    expr = LOWERINGS[op](node, [] if op in _NO_DATA_INPUTS else args)
+    if op in COMPLEX_FUNCTIONS and node.inputs[0]._dtype.is_complex:
+        expr = f"_K.{COMPLEX_FUNCTIONS[op]}({', '.join(args)})"
+    else:
+        expr = LOWERINGS[op](node, [] if op in _NO_DATA_INPUTS else args)
     if op in ("Identity", "StopGradient"):
         return expr
     return f"{np_type(node.outputs[0]._dtype)}({expr})"

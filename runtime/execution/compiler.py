@@ -92,7 +92,7 @@ def cache_dir() -> str:
 
 
 # -- what can be compiled ------------------------------------------------------------------------
-_COMPILABLE_DTYPES = {"float32", "float64", "int32", "int64", "bool"}
+_COMPILABLE_DTYPES = {"float32", "float64", "int32", "int64", "bool", "complex64", "complex128"}
 _ALIASES = ("Identity", "StopGradient")
 # Pure ops evaluated once, when the plan is built, if all their inputs are static (the
 # interpreter's own kernel computes the value, so it is the value the interpreter gets).
@@ -124,8 +124,10 @@ def compilable(node: Node) -> Optional[str]:
             return "reduction of a scalar"
     if op in ("FloorDiv", "FloorMod") and node.inputs[1]._dtype.is_integer:
         return "integer floordiv/mod (the interpreter's kernel checks for division by zero)"
-    if op == "MatMul" and not node.inputs[0]._dtype.is_floating:
+    if op == "MatMul" and not (node.inputs[0]._dtype.is_floating or node.inputs[0]._dtype.is_complex):
         return "integer matmul"
+    if op == "Cast" and node.inputs[0]._dtype.is_complex and not node.attrs["DstT"].is_complex:
+        return "cast from complex to real (the interpreter's numpy cast drops the imaginary part)"
     if op in ("Softmax", "LogSoftmax") and (len(x_dims) != 2 or node.attrs["axis"] not in (-1, 1)):
         return "softmax that is not over the last axis of a matrix"
     return None

@@ -24,7 +24,10 @@ _CACHE = numba_cache.usable(__file__)  # False (one warning) where numba cannot 
 # -- scalar functions for fused loops -----------------------------------------------------
 SCALAR_NAMES = ("add_", "sub_", "mul_", "div_", "floordiv_", "mod_", "pow_", "eq_", "ne_", "lt_", "le_",
                 "gt_", "ge_", "and_", "or_", "not_", "neg_", "abs_", "exp_", "log_", "sqrt_", "square_",
-                "tanh_", "sigmoid_", "sin_", "cos_", "relu_", "sign_", "max_nan_", "min_nan_")
+                "tanh_", "sigmoid_", "sin_", "cos_", "relu_", "sign_", "max_nan_", "min_nan_",
+                # complex numbers: the cmath versions and the complex ops' scalar functions
+                "cexp_", "clog_", "csqrt_", "csin_", "ccos_", "ctanh_", "real_", "imag_", "conj_", "angle_",
+                "complex_abs_", "complex_")
 SCALAR = {name: njit(nogil=True, error_model="numpy")(getattr(K, name)) for name in SCALAR_NAMES}
 globals().update(SCALAR)
 

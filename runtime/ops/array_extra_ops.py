@@ -15,7 +15,7 @@ import numpy as np
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.core.shapes import broadcast, format_dims
-from jitflow.runtime.ops.array_ops import _static_ints
+from jitflow.runtime.ops.array_ops import _static_ints, cast
 from jitflow.runtime.ops.constant_op import binary_operands, constant, convert_to_tensor
 from jitflow.runtime.ops.infer import check_kind, normalize_axis, same_dtype
 from jitflow.runtime.ops.registry import apply, register
@@ -52,6 +52,8 @@ def linspace(start, stop, num, name=None, axis=0):
 
     >>> linspace(10.0, 12.0, 3).numpy()
     array([10., 11., 12.], dtype=float32)
+    >>> linspace(-2, 2, 3).dtype  # integer bounds: float64, as TF
+    jf.float64
     """
     if isinstance(num, (bool, np.bool_)) or not isinstance(num, (int, np.integer)):
         values = _static_ints(num, "num")
@@ -63,6 +65,8 @@ def linspace(start, stop, num, name=None, axis=0):
     if axis != 0:
         raise ValueError(f"axis: only scalar start/stop are supported, so axis must be 0; got {axis}")
     start, stop = binary_operands(start, stop)
+    if start.dtype.is_integer:  # as TF: integer bounds give float64 values
+        start, stop = cast(start, _dt.float64), cast(stop, _dt.float64)
     return apply("LinSpace", [start, stop], {"num": int(num)}, name=name)[0]
 
 
@@ -238,7 +242,7 @@ def parse_equation(equation: str, n_inputs: int):
 def _einsum_infer(specs, attrs):
     ins, out = parse_equation(attrs["equation"], len(specs))
     dtype = specs[0][1]
-    check_kind(dtype, "fi", "inputs")
+    check_kind(dtype, "fic", "inputs")
     sizes = {}
     for k, ((dims, d), subs) in enumerate(zip(specs, ins)):
         same_dtype(dtype, d, ("inputs[0]", f"inputs[{k}]"))

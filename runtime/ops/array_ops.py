@@ -19,6 +19,7 @@ from jitflow.runtime.ops.constant_op import _new, binary_operands, constant, con
 from jitflow.runtime.ops.infer import (broadcast_dims, check_kind, normalize_axis, same_as_input,
                                        same_dtype)
 from jitflow.runtime.ops.registry import apply, register
+from jitflow.runtime.ops import complex_ops
 
 
 def _static_ints(value: Any, what: str) -> Optional[List[int]]:
@@ -167,17 +168,21 @@ def _transpose_infer(specs, attrs):
 register("Transpose", _transpose_infer, cpu=lambda x, perm: np.transpose(x, perm), public_name="transpose")
 
 
-def transpose(a, perm=None, name=None):
-    """Permute the axes of `a` (reversed by default) (`tf.transpose`).
+def transpose(a, perm=None, conjugate=False, name=None):
+    """Permute the axes of `a` (reversed by default) (`tf.transpose`); `conjugate` also conjugates.
 
     >>> jf.transpose([[1, 2, 3]]).numpy()
     array([[1],
            [2],
            [3]], dtype=int32)
+    >>> jf.transpose([[1j, 2]], conjugate=True).numpy()
+    array([[0.-1.j],
+           [2.-0.j]])
     """
     x = convert_to_tensor(a)
     perm = _static_ints(perm, "perm") if perm is not None else None
-    return apply("Transpose", [x], {"perm": tuple(perm) if perm is not None else None}, name=name)[0]
+    out = apply("Transpose", [x], {"perm": tuple(perm) if perm is not None else None}, name=name)[0]
+    return complex_ops.conj(out) if conjugate else out
 
 
 def _expand_dims_infer(specs, attrs):
@@ -566,7 +571,7 @@ def _zeros_like_kernel(x):
 
 
 def _ones_like_infer(specs, attrs):
-    check_kind(specs[0][1], "fib", "input")  # TF has no "one" string
+    check_kind(specs[0][1], "fibc", "input")  # TF has no "one" string
     return [specs[0]]
 
 

@@ -267,7 +267,7 @@ def convert_to_tensor(value: Any, dtype: Any = None, name: Optional[str] = None,
 
 
 def _is_python_scalar(value: Any) -> bool:
-    return isinstance(value, (int, float, bool, np.generic)) or (
+    return isinstance(value, (int, float, bool, complex, np.generic)) or (
         isinstance(value, (list, tuple)) and all(_is_python_scalar(v) for v in value))
 
 

@@ -15,9 +15,10 @@ imported on the first kernel call (`runtime.core.lazyjit`), not when jitflow is 
 """
 from __future__ import annotations
 
+import cmath
 import math
 import threading
-from typing import Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 from jitflow.runtime.core import lazyjit
@@ -34,6 +35,16 @@ def _CACHE() -> bool:
 _lock = threading.Lock()
 
 
+# A kernel's output dtype from its first input's: "same", "bool" (comparisons), "real" (the
+# real part of a complex number), "complex" (a complex number of two reals).
+_OUT_DTYPE = {
+    "same": lambda d: d.name,
+    "bool": lambda d: "bool_",
+    "real": lambda d: {"c": {8: "float32", 16: "float64"}}.get(d.kind, {}).get(d.itemsize, d.name),
+    "complex": lambda d: {4: "complex64", 8: "complex128"}[d.itemsize],
+}
+
+
 class UfuncKernel:
     """An elementwise kernel: lazily compiled numba ufuncs, one per input dtype signature.
 
@@ -43,8 +54,10 @@ class UfuncKernel:
     (and return) the float32 loop whenever that loop was added first.
     """
 
-    def __init__(self, scalar_fn: Callable, out: str = "same", name: str = "") -> None:
+    def __init__(self, scalar_fn: Callable[..., Any], out: str = "same", name: str = "",
+                 complex_fn: Optional[Callable[..., Any]] = None) -> None:
         self._scalar_fn = scalar_fn
+        self._complex_fn = complex_fn  # for complex inputs, where `scalar_fn` uses `math`
         self._loops: Dict[Tuple[str, ...], object] = {}
         self._out = out
         self.__name__ = name or scalar_fn.__name__
@@ -58,9 +71,10 @@ class UfuncKernel:
         with _lock:
             found = self._loops.get(key)
             if found is None:
-                out = "bool_" if self._out == "bool" else dtypes[0].name
+                out = _OUT_DTYPE[self._out](dtypes[0])
                 sig = f"{out}({', '.join(d.name for d in dtypes)})"
-                compiled = lazyjit.numba().vectorize([sig], cache=_CACHE())(self._scalar_fn)
+                fn = self._complex_fn if (self._complex_fn is not None and dtypes[0].kind == "c") else self._scalar_fn
+                compiled = lazyjit.numba().vectorize([sig], cache=_CACHE())(fn)
                 # The plain numpy ufunc inside numba's DUFunc wrapper costs ~0.4 µs a call,
                 # the wrapper ~1 µs: keep the ufunc.
                 found = self._loops[key] = getattr(compiled, "ufunc", compiled)
@@ -145,6 +159,19 @@ def tanh_(a): return _tanh(a)
 def sigmoid_(a): return 1.0 / (1.0 + math.exp(-a)) if a >= 0 else math.exp(a) / (1.0 + math.exp(a))
 def sin_(a): return math.sin(a)
 def cos_(a): return math.cos(a)
+# Complex versions where the real one uses `math` (numba types cmath for complex numbers).
+def cexp_(a): return cmath.exp(a)
+def clog_(a): return cmath.log(a)
+def csqrt_(a): return cmath.sqrt(a)
+def csin_(a): return cmath.sin(a)
+def ccos_(a): return cmath.cos(a)
+def ctanh_(a): return cmath.tanh(a)
+def real_(a): return a.real
+def imag_(a): return a.imag
+def conj_(a): return a.conjugate()
+def angle_(a): return math.atan2(a.imag, a.real)
+def complex_abs_(a): return abs(a)
+def complex_(re, im): return complex(re, im)
 def relu_(a): return a if a > 0 or a != a else 0  # NaN stays NaN; -0.0 and -inf give +0
 def sign_(a): return a if a != a else (a > 0) - (a < 0)  # NaN stays NaN, as np.sign / TF
 def isfinite_(a): return not (math.isinf(a) or math.isnan(a))  # inf - inf would raise FP flags

@@ -64,17 +64,54 @@ def _gather_kernel(params, indices, axis):
 register("GatherV2", _gather_infer, cpu=_gather_kernel, public_name="gather", default_name="GatherV2")
 
 
-def gather(params, indices, axis=0, name=None):
-    """`params` indexed by `indices` along `axis` (TF's `tf.gather`, batch_dims=0).
+def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
+    """`params` indexed by `indices` along `axis` (`tf.gather`); with `batch_dims` = b the first
+    b dimensions of params and indices are batch dimensions, gathered from pairwise.
 
     >>> jf.gather(jf.constant([10, 20, 30]), [2, 0]).numpy()
     array([30, 10], dtype=int32)
+    >>> jf.gather([[1, 2, 3], [4, 5, 6]], [[2, 0], [1, 1]], batch_dims=1).numpy()
+    array([[3, 1],
+           [5, 5]], dtype=int32)
     """
     p = convert_to_tensor(params)
     ids = convert_to_tensor(indices, dtype_hint=_dt.int32)
+    batch_dims = int(batch_dims)
+    axis = batch_dims if axis is None else int(axis)  # as TF: before a negative batch_dims is resolved
+    if batch_dims < 0 and ids.ndim is not None:
+        batch_dims += ids.ndim
     if p.ndim is not None:
-        axis = normalize_axis(int(axis), p.ndim)
+        axis = normalize_axis(axis, p.ndim)
+    if batch_dims:
+        return _batched_gather(p, ids, axis, batch_dims, name)
     return apply("GatherV2", [p, ids], {"axis": int(axis)}, name=name)[0]
+
+
+def _batched_gather(p: Tensor, ids: Tensor, axis: int, b: int, name: Optional[str]) -> Tensor:
+    """gather with `b` batch dimensions, composed of one flat gather (so its gradient is gather's)."""
+    if p.ndim is None or ids.ndim is None:
+        raise ValueError("params, indices: gather with batch_dims needs tensors of known rank")
+    if not 0 < b <= ids.ndim or b > axis:
+        raise ValueError(f"batch_dims: expected 0 <= batch_dims <= rank(indices) ({ids.ndim}) and <= axis "
+                         f"({axis}); got {b}")
+    between = list(range(b, axis))  # params axes between the batch and the gathered one
+    if between:  # move the gathered axis next to the batch axes
+        p = A.transpose(p, list(range(b)) + [axis] + between + list(range(axis + 1, p.ndim)))
+    shape = A.shape(p, out_type=ids.dtype)
+    batch = M.reduce_prod(shape[:b])
+    n = shape[b]
+    flat_p = A.reshape(p, A.concat([A.reshape(M.multiply(batch, n), [1]), shape[b + 1:]], 0))
+    offsets = M.multiply(A.range(batch, dtype=ids.dtype), n)
+    flat_ids = M.add(A.reshape(ids, A.stack([batch, convert_to_tensor(-1, ids.dtype)])), A.expand_dims(offsets, 1))
+    out = apply("GatherV2", [flat_p, A.reshape(flat_ids, A.shape(ids, out_type=ids.dtype))], {"axis": 0},
+                name=name)[0]
+    if between:  # [batch..., ids..., between..., rest...] -> [batch..., between..., ids..., rest...]
+        k, m = ids.ndim - b, len(between)
+        assert out.ndim is not None   # the ranks of p and ids are known (checked above)
+        rest = out.ndim - b - k - m
+        out = A.transpose(out, list(range(b)) + list(range(b + k, b + k + m)) + list(range(b, b + k))
+                          + list(range(b + k + m, b + k + m + rest)))
+    return out
 
 
 # -- UnsortedSegmentSum ------------------------------------------------------------------

@@ -32,6 +32,7 @@ def _CACHE() -> bool:
 def log1p_(a): return math.log1p(a) if a >= -1 else math.nan
 def expm1_(a): return math.expm1(a)
 def erf_(a): return math.erf(a)
+def erfc_(a): return math.erfc(a)
 def rsqrt_(a): return 1.0 / math.sqrt(a) if a > 0 else (math.copysign(math.inf, a) if a == 0 else math.nan)
 def reciprocal_(a): return 1 / a
 def floor_(a): return np.floor(a)  # math.floor would return an int (NaN, inf break)
@@ -76,11 +77,16 @@ def _erf_ref(x):
     return np.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
 
 
+def _erfc_ref(x):
+    return np.vectorize(math.erfc, otypes=[x.dtype])(x) if x.size else x.copy()
+
+
 # (tf_op, public name, kinds, scalar fn, numpy reference)
 UNARY = [
     ("Log1p", "math.log1p", "f", log1p_, _float_ref(np.log1p)),
     ("Expm1", "math.expm1", "f", expm1_, _float_ref(np.expm1)),
     ("Erf", "math.erf", "f", erf_, _erf_ref),
+    ("Erfc", "math.erfc", "f", erfc_, _erfc_ref),
     ("Rsqrt", "math.rsqrt", "f", rsqrt_, _rsqrt_ref),
     ("Reciprocal", "math.reciprocal", "f", reciprocal_, _float_ref(np.reciprocal)),
     ("Floor", "math.floor", "f", floor_, np.floor),
@@ -135,6 +141,15 @@ def erf(x, name=None):
     array([0.], dtype=float32)
     """
     return _unary("Erf", x, name)
+
+
+def erfc(x, name=None):
+    """The complementary error function 1 - erf(x), accurate where erf(x) is near 1 (`tf.math.erfc`).
+
+    >>> erfc([0.0, 5.0]).numpy()
+    array([1.0000000e+00, 1.5374597e-12], dtype=float32)
+    """
+    return _unary("Erfc", x, name)
 
 
 def rsqrt(x, name=None):
@@ -289,6 +304,21 @@ def cumsum_2d(x, out, exclusive, reverse, zero):
                 out[i, j] = acc
 
 
+@njit(cache=_CACHE)
+def cumprod_2d(x, out, exclusive, reverse, one):
+    n = x.shape[1]
+    for i in range(x.shape[0]):
+        acc = one
+        for k in range(n):
+            j = n - 1 - k if reverse else k
+            if exclusive:
+                out[i, j] = acc
+                acc *= x[i, j]
+            else:
+                acc *= x[i, j]
+                out[i, j] = acc
+
+
 def _along_last(x: np.ndarray, axis: int):
     moved = np.moveaxis(x, axis, -1)
     outer = int(np.prod(moved.shape[:-1], dtype=np.int64))  # not -1: ambiguous when the axis is empty
@@ -332,6 +362,47 @@ def _cumsum_infer(specs, attrs):
 
 
 register("Cumsum", _cumsum_infer, cpu=_cumsum_kernel, reference=_cumsum_ref, public_name="math.cumsum")
+
+
+def _cumprod_kernel(x, axis, exclusive, reverse):
+    x = np.asarray(x)
+    axis = normalize_axis(axis, x.ndim)
+    x2, moved_shape = _along_last(x, axis)
+    work = x2.astype(np.float32) if x.dtype == np.float16 else x2
+    out = np.empty_like(work)
+    if out.size:
+        cumprod_2d(work, out, exclusive, reverse, work.dtype.type(1))
+    return np.moveaxis(out.astype(x.dtype, copy=False).reshape(moved_shape), -1, axis)
+
+
+def _cumprod_ref(x, axis, exclusive, reverse):
+    x = np.asarray(x)
+    if reverse:
+        x = np.flip(x, axis)
+    out = np.cumprod(x, axis=axis, dtype=x.dtype)
+    if exclusive:
+        shifted = np.ones_like(out)
+        src = [slice(None)] * x.ndim
+        dst = [slice(None)] * x.ndim
+        src[axis], dst[axis] = slice(0, -1), slice(1, None)
+        shifted[tuple(dst)] = out[tuple(src)]
+        out = shifted
+    return np.flip(out, axis) if reverse else out
+
+
+register("Cumprod", _cumsum_infer, cpu=_cumprod_kernel, reference=_cumprod_ref, public_name="math.cumprod")
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Cumulative product along `axis`; `exclusive` starts from 1, `reverse` from the end (`tf.math.cumprod`).
+
+    >>> cumprod([1.0, 2.0, 3.0]).numpy()
+    array([1., 2., 6.], dtype=float32)
+    >>> cumprod([2, 3, 4], exclusive=True, reverse=True).numpy()
+    array([12,  4,  1], dtype=int32)
+    """
+    return apply("Cumprod", [convert_to_tensor(x)],
+                 {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)}, name=name)[0]
 
 
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):

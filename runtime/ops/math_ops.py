@@ -16,6 +16,7 @@ from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.core.shapes import format_dims
 from jitflow.runtime.core.tensor import Tensor
 from jitflow.runtime.ops import cpu_kernels as K
+from jitflow.runtime.ops import complex_ops
 from jitflow.runtime.ops.constant_op import TensorConvertible, binary_operands, convert_to_tensor  # noqa: F401 - re-exported
 from jitflow.runtime.ops.infer import (broadcast_dims, check_kind, elementwise, normalize_axes,
                                        normalize_axis, reduced_dims, reduction, same_dtype)
@@ -67,14 +68,14 @@ _UNARY: List[Tuple[Any, ...]] = [
     ("Neg", "negative", "Neg", "fic", K.neg_, np.negative),
     ("Abs", "abs", "Abs", "fi", K.abs_, np.abs),
     ("Sign", "sign", "Sign", "fi", K.sign_, np.sign),
-    ("Exp", "exp", "Exp", "f", K.exp_, np.exp),
-    ("Log", "log", "Log", "f", K.log_, np.log),
-    ("Sqrt", "sqrt", "Sqrt", "f", K.sqrt_, np.sqrt),
+    ("Exp", "exp", "Exp", "fc", K.exp_, np.exp),
+    ("Log", "log", "Log", "fc", K.log_, np.log),
+    ("Sqrt", "sqrt", "Sqrt", "fc", K.sqrt_, np.sqrt),
     ("Square", "square", "Square", "fic", K.square_, np.square),
-    ("Tanh", "tanh", "Tanh", "f", K.tanh_, np.tanh),
+    ("Tanh", "tanh", "Tanh", "fc", K.tanh_, np.tanh),
     ("Sigmoid", "sigmoid", "Sigmoid", "f", K.sigmoid_, lambda x: 1 / (1 + np.exp(-x))),
-    ("Sin", "sin", "Sin", "f", K.sin_, np.sin),
-    ("Cos", "cos", "Cos", "f", K.cos_, np.cos),
+    ("Sin", "sin", "Sin", "fc", K.sin_, np.sin),
+    ("Cos", "cos", "Cos", "fc", K.cos_, np.cos),
     ("Relu", "nn.relu", "Relu", "fi", K.relu_, lambda x: np.maximum(x, x.dtype.type(0))),
 ]
 
@@ -88,9 +89,13 @@ for _op, _pub, _name, _kinds, _out, _fn, _ref in _BINARY:
         register(_op, elementwise(_kinds, _out), cpu=_kernel, reference=_ref, public_name=_pub,
                  default_name=_name, bind=_bind_ufunc)
 
+# The scalar functions for complex inputs, where the real one uses `math` (no complex there).
+COMPLEX_SCALAR = {"Exp": K.cexp_, "Log": K.clog_, "Sqrt": K.csqrt_, "Sin": K.csin_, "Cos": K.ccos_,
+                  "Tanh": K.ctanh_}
+
 for _op, _pub, _name, _kinds, _fn, _ref in _UNARY:
-    register(_op, elementwise(_kinds), cpu=K.UfuncKernel(_fn, "same", _op), reference=_ref,
-             public_name=_pub, default_name=_name, bind=_bind_ufunc)
+    register(_op, elementwise(_kinds), cpu=K.UfuncKernel(_fn, "same", _op, COMPLEX_SCALAR.get(_op)),
+             reference=_ref, public_name=_pub, default_name=_name, bind=_bind_ufunc)
 
 # String concatenation is TF's `Add` (AddV2 has no string kernel).
 register("Add", elementwise("s"), cpu=np.add, public_name="add", default_name="add")
@@ -277,7 +282,10 @@ def abs(x, name=None):  # noqa: A001
     >>> jf.abs([-1.5, 2.0]).numpy()
     array([1.5, 2. ], dtype=float32)
     """
-    return _unary("Abs", x, name)
+    x = convert_to_tensor(x)
+    if x._dtype.is_complex:  # |z|, a real tensor: TF's ComplexAbs
+        return complex_ops.complex_abs(x, name)
+    return apply("Abs", [x], name=name)[0]
 
 
 def sign(x, name=None):
@@ -485,11 +493,11 @@ def _mean_ref(x, axis, keepdims):
 
 
 _REDUCTIONS = [
-    ("Sum", "reduce_sum", "fi", None, _sum, _np_reduce(np.sum)),
-    ("Prod", "reduce_prod", "fi", None, _prod, _np_reduce(np.prod)),
+    ("Sum", "reduce_sum", "fic", None, _sum, _np_reduce(np.sum)),
+    ("Prod", "reduce_prod", "fic", None, _prod, _np_reduce(np.prod)),
     ("Max", "reduce_max", "fi", None, _max, _np_reduce(np.max, _lowest)),
     ("Min", "reduce_min", "fi", None, _min, _np_reduce(np.min, _highest)),
-    ("Mean", "reduce_mean", "fi", None, _mean, _mean_ref),
+    ("Mean", "reduce_mean", "fic", None, _mean, _mean_ref),
     ("All", "reduce_all", "b", None, _all, _np_reduce(np.all)),
     ("Any", "reduce_any", "b", None, _any, _np_reduce(np.any)),
 ]
@@ -597,10 +605,13 @@ def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
     np.float32(1.25)
     """
     x = convert_to_tensor(input_tensor)
-    check_kind(x._dtype, "f", "input_tensor")
+    check_kind(x._dtype, "fc", "input_tensor")
     with name_scope(name or "reduce_variance"):
         mean = reduce_mean(x, axis, keepdims=True)
-        return reduce_mean(square(subtract(x, mean)), axis, keepdims)
+        deviation = subtract(x, mean)
+        if x._dtype.is_complex:  # |x - mean|², a real result (as TF's)
+            deviation = abs(deviation)
+        return reduce_mean(square(deviation), axis, keepdims)
 
 
 def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
@@ -769,7 +780,7 @@ def log_softmax(logits, axis=-1, name=None):
 # -- matmul ----------------------------------------------------------------------------
 def _matmul_infer(specs, attrs):
     (da, ta), (db, tb) = specs
-    check_kind(ta, "fi", "a")
+    check_kind(ta, "fic", "a")
     same_dtype(ta, tb, ("a", "b"))
     if da is None or db is None:
         return [(None, ta)]
@@ -803,7 +814,7 @@ def _matmul_kernel(a, b, transpose_a, transpose_b):
     if half:
         a, b = a.astype(np.float32), b.astype(np.float32)
     if a.ndim == 2 and b.ndim == 2:
-        if a.dtype.kind == "f":
+        if a.dtype.kind in "fc":
             out = K.matmul_float_2d(_blas_operand(a), _blas_operand(b))
         else:
             out = np.empty((a.shape[0], b.shape[1]), a.dtype)
@@ -815,7 +826,7 @@ def _matmul_kernel(a, b, transpose_a, transpose_b):
         b3 = np.ascontiguousarray(np.broadcast_to(b, batch + b.shape[-2:])).reshape((n,) + b.shape[-2:])
         out = np.empty((a3.shape[0], a3.shape[1], b3.shape[2]), a.dtype)
         if out.size:
-            (K.matmul_float_3d if a.dtype.kind == "f" else K.matmul_int_3d)(a3, b3, out)
+            (K.matmul_float_3d if a.dtype.kind in "fc" else K.matmul_int_3d)(a3, b3, out)
         out = out.reshape(batch + out.shape[1:])
     return out.astype(np.float16) if half else out
 
@@ -832,13 +843,27 @@ register("MatMul", _matmul_infer, cpu=_matmul_kernel, reference=_matmul_ref, pub
 register("BatchMatMulV2", _matmul_infer, cpu=_matmul_kernel, reference=_matmul_ref, public_name="matmul")
 
 
-def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, output_type=None, name=None):
     """Matrix product of the last two dimensions (batched over the rest, broadcasting).
+
+    `adjoint_a`/`adjoint_b` take the conjugate transpose (for reals, the transpose).
 
     >>> jf.matmul([[1.0, 2.0]], [[3.0], [4.0]]).numpy()
     array([[11.]], dtype=float32)
+    >>> jf.matmul([[1j]], [[2j]], adjoint_a=True).numpy()
+    array([[2.+0.j]])
     """
     a, b = binary_operands(a, b)
+    if (transpose_a and adjoint_a) or (transpose_b and adjoint_b):
+        raise ValueError("transpose_a/adjoint_a, transpose_b/adjoint_b: only one of each pair may be True")
+    if output_type is not None and _dt.as_dtype(output_type) is not a._dtype:
+        raise TypeError(f"output_type: jitflow's matmul returns the inputs' dtype {a._dtype.name}; "
+                        f"got output_type={_dt.as_dtype(output_type).name}")
+    if adjoint_a:
+        a, transpose_a = complex_ops.conj(a), True
+    if adjoint_b:
+        b, transpose_b = complex_ops.conj(b), True
     op = "MatMul" if (a.ndim == 2 and b.ndim == 2) else "BatchMatMulV2"
     return apply(op, [a, b], {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)},
                  name=name)[0]

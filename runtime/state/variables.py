@@ -20,10 +20,11 @@ from jitflow.runtime.state import variable_options as _variable_options
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.errors import FailedPreconditionError, InvalidArgumentError
 from jitflow.runtime.ops.constant_op import TensorConvertible, convert_to_tensor, to_numpy
-from jitflow.runtime.ops import operators, registry
+from jitflow.runtime.ops import array_ops, operators, registry
+from jitflow.runtime.core import tensor as _tensor
 from jitflow.runtime.ops.registry import apply, register
 from jitflow.runtime.core.shapes import TensorShape, format_dims, is_compatible
-from jitflow.runtime.core.tensor import (CPU0, EagerTensor, SymbolicTensor, Tensor, host_array,
+from jitflow.runtime.core.tensor import (CPU0, EagerTensor, SymbolicTensor, Tensor, TensorRef, host_array,
                                          numpy_text, readonly_array)
 from jitflow.runtime.ops.registry import KERNELS, kernel_attrs
 from jitflow.runtime.execution import placement
@@ -82,6 +83,38 @@ register("AssignAddVariableOp", _assign_infer, cpu=_assign_add_kernel,
          public_name="Variable.assign_add", stateful=True)
 register("AssignSubVariableOp", _assign_infer, cpu=_assign_sub_kernel,
          public_name="Variable.assign_sub", stateful=True)
+
+
+def _slice_assign_infer(specs, attrs):
+    dims, dtype = specs[1]
+    if dtype is not attrs["dtype"]:
+        raise TypeError(f"cannot assign a value of dtype {dtype.name} to a slice of a variable of dtype "
+                        f"{attrs['dtype'].name}; use jf.cast")
+    (target,), = [s[0] for s in array_ops._slice_infer([(attrs["_shape"], dtype)], {"index": attrs["index"]})],
+    if target is not None and dims is not None and not is_compatible(target, dims):
+        try:
+            known = [tuple(1 if d is None else d for d in s) for s in (dims, target)]
+            np.broadcast_shapes(*known)
+        except ValueError:
+            raise InvalidArgumentError(f"cannot assign a value of shape {format_dims(dims)} to a slice of "
+                                       f"shape {format_dims(target)}") from None
+    return []
+
+
+def _slice_assign_kernel(var, value, *dynamic, index, dtype):
+    key = array_ops._slice_kernel(None, *dynamic, index=index, _key_only=True)
+    current = host_array(var._value)
+    updated = np.array(current, copy=True)
+    try:
+        updated[key] = value
+    except ValueError as e:
+        raise InvalidArgumentError(f"cannot assign a value of shape {np.shape(value)} to the slice "
+                                   f"{key} of variable {var.name}: {e}") from None
+    var._replace(placement.place_value(updated, var._device_name) if devices.active else updated)
+
+
+register("ResourceStridedSliceAssign", _slice_assign_infer, cpu=_slice_assign_kernel,
+         public_name="Variable.__getitem__(...).assign", stateful=True)
 
 
 def _evaluate_outside_graph(t: SymbolicTensor, depth: int = 0):
@@ -276,10 +309,19 @@ class Variable(TensorConvertible):
 
     # -- writing ------------------------------------------------------------------------
     def _update(self, op: str, value: Any, read_value: bool):
+        """Run the update; return what TF returns.
+
+        With `read_value` (the default), an `UnreadVariable`: a handle on this variable that
+        reads it when used, not now (TF's `_UnreadVariable`). Without it, None eagerly, and
+        in a trace the update's graph node (TF returns the `Operation`).
+        """
         v = convert_to_tensor(value, dtype_hint=self._dtype)
+        graph = context._state.graph
         apply(op, [self, v], {"dtype": self._dtype, "_shape": self._shape}, name=op)
         if read_value:
-            return self if context._state.graph is None else self.read_value()
+            return _UnreadVariable(self, in_graph=graph is not None)
+        if graph is not None and graph.nodes and graph.nodes[-1].op.tf_op == op:
+            return graph.nodes[-1]
         return None
 
     def assign(self, value: Any, use_locking: bool = False, name: Optional[str] = None,
@@ -342,7 +384,25 @@ class Variable(TensorConvertible):
     def __index__(self) -> int:
         return int(host_array(self._value))
 
-    def ref(self):
+    def ref(self) -> TensorRef:
+        """A hashable reference, `.deref()` giving the variable back (TF's `Variable.ref()`).
+
+        >>> v = Variable(1.0)
+        >>> {v.ref(): "one"}[v.ref()], v.ref().deref() is v
+        ('one', True)
+        """
+        return TensorRef(self)  # type: ignore[arg-type]
+
+    experimental_ref = ref
+
+    @property
+    def initial_value(self) -> Any:
+        """Not available when executing eagerly, as in TF 2 (it is a TF 1 graph-mode property)."""
+        raise RuntimeError("This property is not supported when eager execution is enabled.")
+
+    @property
+    def _shared_resource(self) -> "Variable":
+        """The variable owning the state (an `UnreadVariable` answers the one it reads)."""
         return self
 
 
@@ -351,9 +411,113 @@ operators.install(Variable)
 Variable.__hash__ = lambda self: id(self)  # type: ignore[method-assign]
 
 
+def _getitem(self: Variable, item: Any) -> Tensor:
+    """`v[item]`: the slice's value, a tensor that also has `.assign(...)` (TF's sliced assign)."""
+    out = array_ops.getitem(self.read_value(), item)
+    out._slice_of = (self._shared_resource, item)
+    return out
+
+
+def _assign_slice(variable: Variable, item: Any, value: Any, read_value: bool) -> Any:
+    """`v[item].assign(value)`: TF's ResourceStridedSliceAssign; returns what `v.assign` returns."""
+    spec, dynamic = array_ops._index_spec(item)
+    v = convert_to_tensor(value, dtype_hint=variable._dtype)
+    graph = context._state.graph
+    apply("ResourceStridedSliceAssign", [variable, v] + dynamic,
+          {"index": spec, "dtype": variable._dtype, "_shape": variable._shape}, name="StridedSliceAssign")
+    if read_value:
+        return _UnreadVariable(variable, in_graph=graph is not None)
+    if graph is not None and graph.nodes and graph.nodes[-1].op.tf_op == "ResourceStridedSliceAssign":
+        return graph.nodes[-1]
+    return None
+
+
+# after `operators.install(Variable)`, which gives every tensor-like class the plain read-then-index
+Variable.__getitem__ = _getitem  # type: ignore[method-assign,assignment,misc]
+_tensor.SLICE_ASSIGN = _assign_slice
+
+
 class ResourceVariable(Variable):
     """The class of every `jf.Variable(...)` (TF 2's `ResourceVariable`); `isinstance(v, jf.Variable)`.
 
     >>> type(Variable(1.0)).__name__
     'ResourceVariable'
     """
+
+
+class _UnreadVariable(Variable):
+    """What `assign`, `assign_add` and `assign_sub` return: the variable, read when used.
+
+    TF's `_UnreadVariable`: a variable-like handle sharing the assigned variable's state. It
+    prints as `<jf.Variable 'UnreadVariable' ...>`, converts to a tensor holding the
+    variable's value *at the time it is used* (a later assign shows), and can be assigned
+    again (chained `.assign(...)` updates the original variable).
+
+    >>> v = Variable(1.0)
+    >>> r = v.assign(2.0)
+    >>> r
+    <jf.Variable 'UnreadVariable' shape=() dtype=float32, numpy=2.0>
+    >>> _ = v.assign(5.0)
+    >>> float(r + 1.0)
+    6.0
+    >>> _ = r.assign_add(1.0)
+    >>> v.numpy()
+    np.float32(6.0)
+    """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "_UnreadVariable":
+        return object.__new__(cls)
+
+    def __init__(self, parent: Variable, in_graph: bool = False) -> None:  # noqa: D107 - see class
+        self._parent = parent._shared_resource
+        self._in_graph = in_graph
+
+    # Everything but the name is the assigned variable's: its state, dtype, shape, options.
+    @property
+    def _shared_resource(self) -> Variable:  # type: ignore[override]
+        return self._parent
+
+    @property  # type: ignore[override]
+    def _value(self) -> Any:
+        return self._parent._value
+
+    @_value.setter
+    def _value(self, value: Any) -> None:
+        self._parent._value = value
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr == "_parent":
+            raise AttributeError(attr)
+        return getattr(self._parent, attr)
+
+    @property
+    def name(self) -> str:
+        return "UnreadVariable"
+
+    @property
+    def device(self) -> str:
+        return self._parent.device
+
+    @property
+    def _device_name(self) -> str:  # type: ignore[override]
+        return self._parent._device_name
+
+    def read_value(self) -> Tensor:
+        # Read through this handle, not the variable: as TF's, such a read does not make a
+        # tape watch the variable (it counts only where the variable is watched already).
+        parent = self._parent
+        if context._state.graph is None and not registry.tape_active:
+            return EagerTensor(_read_kernel(parent, parent._dtype), parent._dtype, parent._device_name)
+        return apply("ReadVariableOp", [self], {"dtype": parent._dtype, "_shape": parent._shape},
+                     name="ReadVariableOp")[0]
+
+    value = read_value
+
+    def _update(self, op: str, value: Any, read_value: bool):
+        return self._parent._update(op, value, read_value)
+
+    def __repr__(self) -> str:
+        if self._in_graph or context._state.graph is not None:
+            return (f"<jf.Variable 'UnreadVariable' shape={format_dims(self._parent._shape)} "
+                    f"dtype={self._parent._dtype.name}>")
+        return self._parent.__repr__().replace(f"'{self._parent._name}'", "'UnreadVariable'", 1)

@@ -15,8 +15,8 @@ converted source is available from `jf.autograph.to_code(fn)`.
 from __future__ import annotations
 
 import ast
+import collections
 import inspect
-import itertools
 import linecache
 import sys
 import textwrap
@@ -123,29 +123,68 @@ def _str_tuple(names: List[str]) -> ast.Tuple:
     return ast.Tuple(elts=[ast.Constant(n) for n in names], ctx=ast.Load())
 
 
+class _Namer:
+    """Fresh names in TF's style: `if_body`, then `if_body_1`, ... never one the function uses."""
+
+    def __init__(self, taken: Set[str]) -> None:
+        self._taken = set(taken)
+
+    def new(self, base: str) -> str:
+        name, k = base, 0
+        while name in self._taken:
+            k += 1
+            name = f"{base}_{k}"
+        self._taken.add(name)
+        return name
+
+
+def _try_return(value: ast.expr) -> ast.Try:
+    """TF's shape of a `return`: `try: do_return = True; retval_ = value except: do_return = False; raise`."""
+    return ast.Try(body=[_assign(_Returns.FLAG, ast.Constant(True)), _assign(_Returns.VALUE, value)],
+                   handlers=[ast.ExceptHandler(type=None, name=None, body=[
+                       _assign(_Returns.FLAG, ast.Constant(False)), ast.Raise(exc=None, cause=None)])],
+                   orelse=[], finalbody=[])
+
+
+def _always_returns(stmts: List[ast.stmt]) -> bool:
+    """True if every path through `stmts` ends in a `return` (no loops considered)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return False
+
+
 # -- pass 1: returns -----------------------------------------------------------------------
 class _Returns:
     FLAG, VALUE = "do_return", autograph_ops.RETURN_VALUE
 
     def convert(self, fn: ast.FunctionDef) -> None:
-        nested = any(_contains(s.body if hasattr(s, "body") else [], (ast.Return,), False)
-                     or _contains(getattr(s, "orelse", []) or [], (ast.Return,), False)
-                     for s in fn.body if isinstance(s, _COMPOUND))
-        if not nested:
-            return
+        """Every `return` sets `do_return`/`retval_`; the body ends `return fscope.ret(...)` (as TF's)."""
         body = self.block(fn.body, in_loop=False)
-        undefined = _call(_ag("Undefined"), [ast.Constant(self.VALUE)])
+        undefined = _call(_ag("UndefinedReturnValue"), [])
+        ret = _call(ast.Attribute(value=_name("fscope"), attr="ret", ctx=ast.Load()),
+                    [_name(self.VALUE), _name(self.FLAG)])
         fn.body = ([_assign(self.FLAG, ast.Constant(False)), _assign(self.VALUE, undefined)]
-                   + body + [ast.Return(value=_call(_ag("retval"), [_name(self.VALUE)]))])
+                   + body + [ast.Return(value=ret)])
 
     def block(self, stmts: List[ast.stmt], in_loop: bool) -> List[ast.stmt]:
         out: List[ast.stmt] = []
         for i, stmt in enumerate(stmts):
             if isinstance(stmt, ast.Return):
-                out.append(_assign(self.FLAG, ast.Constant(True)))
-                out.append(_assign(self.VALUE, stmt.value or ast.Constant(None)))
+                out.append(ast.copy_location(_try_return(stmt.value or ast.Constant(None)), stmt))
                 if in_loop:
                     out.append(ast.Break())
+                return out
+            rest = stmts[i + 1:]
+            if isinstance(stmt, ast.If) and not stmt.orelse and rest and _always_returns(stmt.body):
+                # `if c: ...; return a` then `rest`: TF's shape puts `rest` into the else branch.
+                stmt.body = self.block(stmt.body, in_loop)
+                stmt.orelse = self.block(rest, in_loop)
+                out.append(stmt)
                 return out
             if isinstance(stmt, _COMPOUND) and _contains([stmt], (ast.Return,), False):
                 loop = isinstance(stmt, (ast.For, ast.While))
@@ -168,8 +207,9 @@ class _Returns:
 
 # -- pass 2: break / continue ----------------------------------------------------------------
 class _Jumps(ast.NodeTransformer):
-    def __init__(self, counter: itertools.count) -> None:
-        self._counter = counter
+    def __init__(self, namer: _Namer) -> None:
+        self._namer = namer
+        self.flags: Set[str] = set()
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         return node  # nested functions are converted when called
@@ -179,19 +219,42 @@ class _Jumps(ast.NodeTransformer):
     def _loop(self, node):
         self.generic_visit(node)  # inner loops first
         prefix: List[ast.stmt] = []
-        if _contains(node.body, (ast.Continue,), True):
-            flag = f"continue_{next(self._counter)}"
-            node.body = [_assign(flag, ast.Constant(False))] + _guard(node.body, ast.Continue, flag)
+        # As TF: `break` becomes `break_ = True; continue` and the loop stops on `not break_`;
+        # then every `continue` becomes `continue_ = True`, guarding the statements after it.
         if _contains(node.body, (ast.Break,), True):
-            flag = f"break_{next(self._counter)}"
-            node.body = _guard(node.body, ast.Break, flag)
+            flag = self._namer.new("break_")
+            self.flags.add(flag)
+            node.body = _replace_breaks(node.body, flag)
             prefix.append(_assign(flag, ast.Constant(False)))
             node._ag_extra_test = _not(_name(flag))
             if isinstance(node, ast.While):
                 node.test = ast.BoolOp(op=ast.And(), values=[_not(_name(flag)), node.test])
+        if _contains(node.body, (ast.Continue,), True):
+            flag = self._namer.new("continue_")
+            self.flags.add(flag)
+            node.body = [_assign(flag, ast.Constant(False))] + _guard(node.body, ast.Continue, flag)
         return prefix + [node] if prefix else node
 
     visit_For = visit_While = _loop
+
+
+def _replace_breaks(stmts: List[ast.stmt], flag: str) -> List[ast.stmt]:
+    """`break` → `flag = True; continue`, in this loop's body (not in inner loops or functions)."""
+    out: List[ast.stmt] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.Break):
+            out += [ast.copy_location(_assign(flag, ast.Constant(True)), stmt), ast.copy_location(ast.Continue(), stmt)]
+            continue
+        if isinstance(stmt, (ast.If, ast.With, ast.Try)):
+            stmt.body = _replace_breaks(stmt.body, flag)
+            if not isinstance(stmt, ast.With):
+                stmt.orelse = _replace_breaks(stmt.orelse, flag)
+            if isinstance(stmt, ast.Try):
+                for handler in stmt.handlers:
+                    handler.body = _replace_breaks(handler.body, flag)
+                stmt.finalbody = _replace_breaks(stmt.finalbody, flag)
+        out.append(stmt)
+    return out
 
 
 def _guard(stmts: List[ast.stmt], kind: type, flag: str) -> List[ast.stmt]:
@@ -215,32 +278,33 @@ def _guard(stmts: List[ast.stmt], kind: type, flag: str) -> List[ast.stmt]:
 
 # -- pass 3: control flow -------------------------------------------------------------------
 class _ControlFlow(ast.NodeTransformer):
-    def __init__(self, counter: itertools.count, globals_: Set[str]) -> None:
-        self._counter = counter
+    """`if`/`while`/`for` → TF's shape: `get_state`/`set_state`, the body functions, `ag__.*_stmt(...)`.
+
+    Each statement call is marked with its state names (`_ag_names`) for `_bind_undefined`.
+    """
+
+    def __init__(self, namer: _Namer, globals_: Set[str], flags: Set[str], fn: ast.FunctionDef) -> None:
+        self._namer = namer
         self._globals = globals_
-        self.bound: List[str] = []  # names the converted function must bind (for `nonlocal`)
+        self._flags = {f for f in flags if f.startswith("continue_")}
+        self._loads = _loads(fn)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         return node
 
     visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef  # type: ignore[assignment]
 
-    def _state_defs(self, names: List[str], n: int) -> List[ast.stmt]:
-        local = [x for x in names if x not in self._globals]
-        for x in local:
-            if x not in self.bound:
-                self.bound.append(x)
-        reads: List[ast.expr] = [_call(_ag("read"), [ast.Lambda(args=_no_args(), body=_name(x)), ast.Constant(x)])
-                                 for x in names]
-        get_state = _def(f"get_state_{n}", _no_args(), [ast.Return(value=ast.Tuple(elts=reads, ctx=ast.Load()))])
+    def _state_defs(self, names: List[str]) -> List[ast.FunctionDef]:
+        get_state = _def(self._namer.new("get_state"), _no_args(), [ast.Return(
+            value=ast.Tuple(elts=[_name(x) for x in names], ctx=ast.Load()))])
         set_body: List[ast.stmt] = self._declare(names)
         if names:
             set_body.append(ast.Assign(targets=[ast.Tuple(elts=[_name(x, True) for x in names], ctx=ast.Store())],
-                                       value=_name("vals_")))
+                                       value=_name("vars_")))
         else:
             set_body.append(ast.Pass())
-        set_state = _def(f"set_state_{n}", ast.arguments(posonlyargs=[], args=[ast.arg(arg="vals_")],
-                                                         kwonlyargs=[], kw_defaults=[], defaults=[]), set_body)
+        set_state = _def(self._namer.new("set_state"), ast.arguments(
+            posonlyargs=[], args=[ast.arg(arg="vars_")], kwonlyargs=[], kw_defaults=[], defaults=[]), set_body)
         return [get_state, set_state]
 
     def _declare(self, names: List[str]) -> List[ast.stmt]:
@@ -253,56 +317,125 @@ class _ControlFlow(ast.NodeTransformer):
             out.append(ast.Global(names=glob))
         return out
 
-    def _fn(self, name: str, body: List[ast.stmt], names: List[str],
+    def _fn(self, base: str, body: List[ast.stmt], names: List[str],
             args: Optional[List[str]] = None) -> ast.FunctionDef:
         arguments = ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in (args or [])], kwonlyargs=[],
                                   kw_defaults=[], defaults=[])
-        return _def(name, arguments, self._declare(names) + (body or [ast.Pass()]))
+        return _def(self._namer.new(base), arguments, self._declare(names) + (body or [ast.Pass()]))
+
+    @staticmethod
+    def _stmt(helper: str, args: List[ast.expr], names: List[str]) -> ast.Expr:
+        call = ast.Expr(_call(_ag(helper), args))
+        call._ag_names = names  # type: ignore[attr-defined]
+        return call
 
     def visit_If(self, node: ast.If) -> List[ast.stmt]:
         names = assigned(node.body + node.orelse)
         self.generic_visit(node)
-        n = next(self._counter)
-        body = self._fn(f"if_true_{n}", node.body, names)
-        orelse = self._fn(f"if_false_{n}", node.orelse, names)
-        call = ast.Expr(_call(_ag("if_stmt"), [node.test, _name(body.name), _name(orelse.name),
-                                                _name(f"get_state_{n}"), _name(f"set_state_{n}"),
-                                                _str_tuple(names)]))
-        return [body, orelse] + self._state_defs(names, n) + [call]
+        state = self._state_defs(names)
+        body = self._fn("if_body", node.body, names)
+        orelse = self._fn("else_body", node.orelse, names)
+        call = self._stmt("if_stmt", [node.test, _name(body.name), _name(orelse.name), _name(state[0].name),
+                                      _name(state[1].name), _str_tuple(names), ast.Constant(len(names))], names)
+        return [*state, body, orelse, call]
 
     def visit_While(self, node: ast.While) -> List[ast.stmt]:
         names = assigned(node.body)
         self.generic_visit(node)
-        n = next(self._counter)
-        test = _def(f"loop_test_{n}", _no_args(), [ast.Return(value=node.test)])
-        body = self._fn(f"loop_body_{n}", node.body, names)
-        call = ast.Expr(_call(_ag("while_stmt"), [_name(test.name), _name(body.name), _name(f"get_state_{n}"),
-                                                   _name(f"set_state_{n}"), _str_tuple(names)]))
-        out = [test, body] + self._state_defs(names, n) + [call]
-        if node.orelse:
-            out += node.orelse
-        return out
+        state = self._state_defs(names)
+        body = self._fn("loop_body", node.body, names)
+        test = _def(self._namer.new("loop_test"), _no_args(), [ast.Return(value=node.test)])
+        call = self._stmt("while_stmt", [_name(test.name), _name(body.name), _name(state[0].name),
+                                         _name(state[1].name), _str_tuple(names),
+                                         ast.Dict(keys=[], values=[])], names)
+        return [*state, body, test, call, *node.orelse]
 
     def visit_For(self, node: ast.For) -> List[ast.stmt]:
-        names = assigned([ast.Assign(targets=[node.target], value=ast.Constant(None))] + node.body)
+        every = assigned([ast.Assign(targets=[node.target], value=ast.Constant(None))] + node.body)
+        # The iterate and the `continue_` flags are set afresh at the top of every iteration, so
+        # they carry nothing between iterations: unless read after the loop, they are local to
+        # the body, not loop state (as in TF, whose liveness analysis finds the same).
+        fresh = set(assigned([ast.Assign(targets=[node.target], value=ast.Constant(None))]))
+        fresh |= {x for x in every if x in self._flags}
+        inside = _loads(node)
+        names = [x for x in every if x not in fresh or self._loads[x] > inside.get(x, 0)]
         extra = getattr(node, "_ag_extra_test", None)
         self.generic_visit(node)
-        n = next(self._counter)
-        item = f"itr_{n}"
+        state = self._state_defs(names)
+        item = self._namer.new("itr")
         bind = ast.Assign(targets=[node.target], value=_name(item))
-        body = self._fn(f"loop_body_{n}", [bind] + node.body, names, args=[item])
-        pre: List[ast.stmt] = [body]
+        body = self._fn("loop_body", [bind] + node.body, names, args=[item])
+        out: List[ast.stmt] = [*state, body]
+        extra_ref: ast.expr = ast.Constant(None)
         if extra is not None:
-            pre.append(_def(f"extra_test_{n}", _no_args(), [ast.Return(value=extra)]))
-            extra_ref: ast.expr = _name(f"extra_test_{n}")
-        else:
-            extra_ref = ast.Constant(None)
-        call = ast.Expr(_call(_ag("for_stmt"), [node.iter, extra_ref, _name(body.name), _name(f"get_state_{n}"),
-                                                 _name(f"set_state_{n}"), _str_tuple(names)]))
-        out = pre + self._state_defs(names, n) + [call]
-        if node.orelse:
-            out += node.orelse
-        return out
+            extra_def = _def(self._namer.new("extra_test"), _no_args(), [ast.Return(value=extra)])
+            out.append(extra_def)
+            extra_ref = _name(extra_def.name)
+        opts = ast.Dict(keys=[ast.Constant("iterate_names")], values=[ast.Constant(ast.unparse(node.target))])
+        out.append(self._stmt("for_stmt", [node.iter, extra_ref, _name(body.name), _name(state[0].name),
+                                           _name(state[1].name), _str_tuple(names), opts], every))
+        return out + node.orelse
+
+
+def _loads(node: ast.AST) -> "collections.Counter[str]":
+    """How often each name is read in `node` (nested functions included: they may read it later)."""
+    return collections.Counter(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+
+
+def _bind_undefined(stmts: List[ast.stmt], defined: Set[str]) -> List[ast.stmt]:
+    """Before each control-flow call, `x = ag__.Undefined('x')` for each state name not yet bound.
+
+    TF does the same: `get_state` then reads every name plainly, and `nonlocal` in the
+    generated functions finds a binding. Names assigned earlier (in document order, which is
+    execution order at this level: loops are converted) keep their value.
+    """
+    out: List[ast.stmt] = []
+    for stmt in stmts:
+        names = getattr(stmt, "_ag_names", None)
+        if names is not None:
+            for x in names:
+                if x not in defined:
+                    out.append(_assign(x, _call(_ag("Undefined"), [ast.Constant(x)])))
+                    defined.add(x)
+        elif isinstance(stmt, (ast.With, ast.Try)):
+            stmt.body = _bind_undefined(stmt.body, defined)
+            if isinstance(stmt, ast.Try):
+                for handler in stmt.handlers:
+                    handler.body = _bind_undefined(handler.body, defined)
+                stmt.orelse = _bind_undefined(stmt.orelse, defined)
+                stmt.finalbody = _bind_undefined(stmt.finalbody, defined)
+        out.append(stmt)
+        defined.update(assigned([stmt]))
+    return out
+
+
+class _Loads(ast.NodeTransformer):
+    """`x` → `ag__.ld(x)` for loads of the user's names; `x += e` → `x = ag__.ld(x); x += e` (TF's shape)."""
+
+    def __init__(self, generated: Set[str]) -> None:
+        self._skip = generated | {"ag__", "fscope", "__class__"}
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return node  # a nested function converts when it is called
+
+    visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id not in self._skip:
+            return ast.copy_location(_call(_ag("ld"), [node]), node)
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> Any:
+        if isinstance(node.target, ast.Name) and node.target.id not in self._skip:
+            reload = ast.copy_location(_assign(node.target.id, _call(_ag("ld"), [_name(node.target.id)])), node)
+            return [reload, node]
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _FRAME_BUILTINS:
+            return node  # these read the caller's frame: they must stay direct calls, unwrapped
+        return self.generic_visit(node)
 
 
 def _no_args() -> ast.arguments:
@@ -317,10 +450,13 @@ def _def(name: str, args: ast.arguments, body: List[ast.stmt]) -> ast.FunctionDe
 
 
 # -- pass 4: calls ---------------------------------------------------------------------------
+# Builtins that look at the calling frame: calling them through `converted_call` would change
+# what they see, so they stay direct calls.
+_FRAME_BUILTINS = frozenset({"super", "locals", "globals", "vars", "dir", "eval", "exec"})
+
+
 class _Calls(ast.NodeTransformer):
-    _KEEP = {"print", "range", "len", "isinstance", "super", "enumerate", "zip", "list", "tuple", "dict",
-             "int", "float", "str", "bool", "min", "max", "abs", "sum", "type", "getattr", "hasattr",
-             "setattr", "iter", "next", "sorted", "reversed", "any", "all", "map", "filter", "repr", "id"}
+    """`f(a, k=b)` → `ag__.converted_call(f, (a,), {'k': b}, fscope)` (None for no keywords), as TF's."""
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
         self.generic_visit(node)
@@ -351,16 +487,20 @@ class _Calls(ast.NodeTransformer):
             # Zero-argument super() needs the class cell, which a rewritten function lacks.
             node.args = [_name("__class__"), _name(self._first_arg)]
             return node
-        if isinstance(func, ast.Name) and (func.id in self._KEEP or func.id.startswith(("ag__", "get_state_",
-                                                                                          "set_state_"))):
+        if isinstance(func, ast.Name) and func.id in _FRAME_BUILTINS:
             return node
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "ag__":
+            return node
+        if isinstance(func, ast.Attribute) and func.attr == "ret" and isinstance(func.value, ast.Name) \
+                and func.value.id == "fscope":
             return node
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             return node  # *args / **kwargs calls run unconverted
         args = ast.Tuple(elts=list(node.args), ctx=ast.Load())
-        kwargs = ast.Dict(keys=[ast.Constant(k.arg) for k in node.keywords], values=[k.value for k in node.keywords])
-        return ast.copy_location(ast.Call(func=_ag("converted_call"), args=[func, args, kwargs], keywords=[]), node)
+        kwargs: ast.expr = (ast.Dict(keys=[ast.Constant(k.arg) for k in node.keywords],
+                                     values=[k.value for k in node.keywords]) if node.keywords else ast.Constant(None))
+        return ast.copy_location(ast.Call(func=_ag("converted_call"), args=[func, args, kwargs, _name("fscope")],
+                                          keywords=[]), node)
 
 
 # -- driver ------------------------------------------------------------------------------------
@@ -411,6 +551,10 @@ def _parse(fn: Callable) -> ast.FunctionDef:
     node = tree.body[0]
     if not isinstance(node, ast.FunctionDef):
         raise ConversionError(f"{getattr(fn, '__qualname__', fn)} is not a plain function definition")
+    if node.name != fn.__code__.co_name:
+        raise ConversionError(f"the source at {fn.__code__.co_filename}:{fn.__code__.co_firstlineno} defines "
+                              f"{node.name!r}, not {fn.__code__.co_name!r} (was the file edited since it was "
+                              "imported?)")
     # The source starts at the first decorator, which is co_firstlineno in the file.
     ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
     node.decorator_list = []
@@ -422,12 +566,15 @@ def transform(fn: Callable) -> ast.Module:
     node = _parse(fn)
     # The user's own `nonlocal` names are bound outside; they need no local binding.
     declared = {name for stmt in ast.walk(node) if isinstance(stmt, ast.Nonlocal) for name in stmt.names}
-    counter = itertools.count()
+    namer = _Namer({n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                   | {n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+                   | {a.arg for a in ast.walk(node) if isinstance(a, ast.arg)})
     _Returns().convert(node)
-    node.body = _visit_block(_Jumps(counter), node.body)
+    jumps = _Jumps(namer)
+    node.body = _visit_block(jumps, node.body)
+    node.body = _visit_block(_Loads(jumps.flags | {_Returns.FLAG, _Returns.VALUE}), node.body)
     globals_ = {name for stmt in ast.walk(node) if isinstance(stmt, ast.Global) for name in stmt.names}
-    control = _ControlFlow(counter, globals_)
-    node.body = _visit_block(control, node.body)
+    node.body = _visit_block(_ControlFlow(namer, globals_, jumps.flags, node), node.body)
     first_arg = (node.args.posonlyargs + node.args.args)[0].arg if (node.args.posonlyargs + node.args.args) else None
     calls = _Calls(first_arg if "__class__" in fn.__code__.co_freevars else None)
     node.body = [calls.visit(stmt) for stmt in node.body]
@@ -436,12 +583,14 @@ def transform(fn: Callable) -> ast.Module:
         params.add(node.args.vararg.arg)
     if node.args.kwarg:
         params.add(node.args.kwarg.arg)
-    to_bind = [x for x in control.bound if x not in params and x not in declared]
-    if to_bind:
-        # Dead assignments give the nested functions' `nonlocal` declarations a binding.
-        guard = ast.If(test=_call(_ag("never"), []), body=[
-            ast.Assign(targets=[_name(x, True) for x in to_bind], value=ast.Constant(None))], orelse=[])
-        node.body = [guard] + node.body
+    node.body = _bind_undefined(node.body, params | declared | globals_)
+    options = _call(_ag("ConversionOptions"), [])
+    options.keywords = [ast.keyword(arg=k, value=v) for k, v in (
+        ("recursive", ast.Constant(True)), ("user_requested", ast.Constant(True)),
+        ("optional_features", ast.Tuple(elts=[], ctx=ast.Load())), ("internal_convert_user_code", ast.Constant(True)))]
+    scope = _call(_ag("FunctionScope"), [ast.Constant(fn.__name__), ast.Constant("fscope"), options])
+    node.body = [ast.With(items=[ast.withitem(context_expr=scope, optional_vars=_name("fscope", True))],
+                          body=node.body)]
     freevars = list(fn.__code__.co_freevars)
     factory = _def("ag__factory",
                    ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in ["ag__"] + freevars],
@@ -483,8 +632,12 @@ def _converted(fn: Callable) -> _Converted:
     except SyntaxError as e:
         raise ConversionError(f"AutoGraph could not convert {fn.__qualname__}: {e}") from None
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    inner = next(c for c in factory_code.co_consts
-                 if isinstance(c, types.CodeType) and c.co_name == fn.__code__.co_name)
+    inner = next((c for c in factory_code.co_consts
+                  if isinstance(c, types.CodeType) and c.co_name == fn.__code__.co_name), None)
+    if inner is None:  # the file on disk no longer holds this function where its code says
+        raise ConversionError(f"the source of {fn.__qualname__} at {fn.__code__.co_filename}:"
+                              f"{fn.__code__.co_firstlineno} is not its definition (was the file edited "
+                              "since it was imported?)")
     result = _Converted(inner, ast.unparse(cast(ast.FunctionDef, module.body[0]).body[0]))
     with _lock:
         _cache[key] = result

@@ -22,6 +22,8 @@ from jitflow.runtime.ops.array_ops import zeros
 from jitflow.runtime.ops.math_ops import greater, less
 from jitflow.runtime.core.tensor import EagerTensor
 from jitflow.runtime.ops.array_ops import cast, shape
+from jitflow.runtime.ops.array_ops import range as array_range
+from jitflow.runtime.ops.math_ops import maximum, minimum, reduce_max, reduce_min
 
 RETURN_VALUE = "retval_"
 
@@ -53,6 +55,54 @@ class Undefined:
 
     def __repr__(self) -> str:
         return f"Undefined({self.name!r})"
+
+
+class UndefinedReturnValue(Undefined):
+    """`retval_` before a `return` ran (TF's `ag__.UndefinedReturnValue()`)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(RETURN_VALUE)
+
+
+class ConversionOptions:
+    """The options a conversion ran with, as TF's converted code spells them."""
+
+    def __init__(self, recursive: bool = True, user_requested: bool = False,
+                 optional_features: tuple = (), internal_convert_user_code: bool = True) -> None:
+        self.recursive = recursive
+        self.user_requested = user_requested
+        self.optional_features = optional_features
+        self.internal_convert_user_code = internal_convert_user_code
+
+
+class FunctionScope:
+    """`with ag__.FunctionScope(name, 'fscope', options) as fscope:` around a converted body.
+
+    `fscope.ret(retval_, do_return)` is the function's result: None when no `return` ran.
+    """
+
+    def __init__(self, function_name: str, scope_name: str, options: ConversionOptions) -> None:
+        self.name = function_name
+        self.scope_name = scope_name
+        self.options = options
+
+    def __enter__(self) -> "FunctionScope":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def ret(self, value: Any, did_return: Any) -> Any:
+        return None if isinstance(value, Undefined) else value
+
+
+def ld(value: Any) -> Any:
+    """A load of a local in converted code: reading a name left undefined on this path fails here."""
+    if value.__class__ is Undefined:
+        value._fail()
+    return value
 
 
 def never() -> bool:
@@ -101,7 +151,7 @@ def _is_tensorlike(value: Any) -> bool:
 # -- if ------------------------------------------------------------------------------------
 def if_stmt(test: Any, body: Callable[[], None], orelse: Callable[[], None],
             get_state: Callable[[], tuple], set_state: Callable[[tuple], None],
-            names: Sequence[str]) -> None:
+            names: Sequence[str], nouts: Optional[int] = None) -> None:
     if isinstance(test, TensorConvertible):
         test = test._as_tensor()
     if not isinstance(test, SymbolicTensor):
@@ -353,8 +403,13 @@ _SKIP_MODULES = ("jitflow", "numpy", "numba", "builtins", "functools", "math", "
                  "collections", "itertools", "operator", "inspect", "logging", "warnings")
 
 
-def converted_call(fn: Callable, args: tuple, kwargs: dict) -> Any:
+def converted_call(fn: Callable, args: tuple, kwargs: Optional[dict] = None, caller_fn_scope: Any = None) -> Any:
     """Call `fn`, converting it first when it is user code (so its control flow converts too)."""
+    if kwargs is None:
+        kwargs = {}
+    override = _BUILTINS.get(id(fn))
+    if override is not None:
+        return override(*args, **kwargs)
     target = _convertible(fn)
     if target is None:
         return fn(*args, **kwargs)
@@ -365,6 +420,39 @@ def converted_call(fn: Callable, args: tuple, kwargs: dict) -> Any:
     if inspect.ismethod(fn):
         converted = converted.__get__(fn.__self__, type(fn.__self__))
     return converted(*args, **kwargs)
+
+
+def _symbolic(*values: Any) -> bool:
+    return any(isinstance(v, (SymbolicTensor, TensorConvertible)) for v in values)
+
+
+def _range(*args: Any) -> Any:
+    """`range(n)` on a traced tensor is `jf.range(n)`, so `for i in range(n)` becomes a graph loop."""
+    return array_range(*args) if _symbolic(*args) else range(*args)
+
+
+def _len(value: Any) -> Any:
+    if isinstance(value, SymbolicTensor) and value._dims and value._dims[0] is None:
+        return shape(value)[0]  # unknown until run: a tensor, as TF's len_
+    return len(value)
+
+
+def _minmax(builtin: Callable, pairwise: Callable, reduce: Callable) -> Callable:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs or not _symbolic(*args):
+            return builtin(*args, **kwargs)
+        if len(args) == 1:
+            return reduce(args[0])
+        result = args[0]
+        for other in args[1:]:
+            result = pairwise(result, other)
+        return result
+    return call
+
+
+# Builtins TF's AutoGraph replaces (its py_builtins) where a traced tensor is involved, by id.
+_BUILTINS = {id(range): _range, id(len): _len, id(max): _minmax(max, maximum, reduce_max),
+             id(min): _minmax(min, minimum, reduce_min)}
 
 
 def _convertible(fn: Any) -> Optional[Callable]:

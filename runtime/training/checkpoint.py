@@ -566,13 +566,13 @@ class Checkpoint:
 
     # Set with object.__setattr__ (this class's __setattr__ tracks public attributes).
     _children: Dict[str, Any]
-    _save_counter: Variable
+    _save_counter: Optional[Variable]
 
     def __init__(self, **kwargs: Any) -> None:
         object.__setattr__(self, "_children", {})
-        with context.init_scope():
-            object.__setattr__(self, "_save_counter",
-                               Variable(0, dtype=_dt.int64, trainable=False, name="save_counter"))
+        # Created on first use (save, restore, or reading `save_counter`), as TF's: a checkpoint
+        # only ever `write`n holds no save_counter.
+        object.__setattr__(self, "_save_counter", None)
         for name, value in kwargs.items():
             if not _is_trackable(value):
                 raise ValueError(f"Checkpoint: {name}={type(value).__name__!s} is not something a checkpoint "
@@ -585,12 +585,22 @@ class Checkpoint:
             self._children[name] = value
             _on_attribute_set(self, name, value)
 
+    def _counter(self) -> Variable:
+        if self._save_counter is None:
+            with context.init_scope():
+                object.__setattr__(self, "_save_counter",
+                                   Variable(0, dtype=_dt.int64, trainable=False, name="save_counter"))
+        assert self._save_counter is not None
+        return self._save_counter
+
     @property
     def save_counter(self) -> Variable:
         """How many times `save` has run (restored with the checkpoint, so numbering continues)."""
-        return self._save_counter
+        return self._counter()
 
     def _checkpoint_children(self) -> Dict[str, Any]:
+        if self._save_counter is None:
+            return dict(self._children)
         return {**self._children, "save_counter": self._save_counter}
 
     def write(self, file_prefix: str) -> str:
@@ -604,9 +614,10 @@ class Checkpoint:
         if context.current_graph() is not None:
             raise RuntimeError("Checkpoint.save runs eagerly; call it outside jf.function")
         file_prefix = os.fspath(file_prefix)
+        counter = self._counter()
         with context.init_scope():
-            self._save_counter.assign_add(1, read_value=False)
-        path = self.write(f"{file_prefix}-{int(self._save_counter.numpy())}")
+            counter.assign_add(1, read_value=False)
+        path = self.write(f"{file_prefix}-{int(counter.numpy())}")
         _write_index(os.path.dirname(file_prefix), path, [path])
         return path
 
@@ -618,6 +629,7 @@ class Checkpoint:
         if save_path is None:
             return InitializationOnlyStatus()
         prefix = os.fspath(save_path)
+        self._counter()  # restored too, when the checkpoint has one (TF creates it here as well)
         nodes, arrays = _read_checkpoint(prefix)
         restore = _Restore(prefix, nodes, arrays)
         restore.apply(self, 0, "")

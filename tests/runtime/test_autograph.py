@@ -25,7 +25,7 @@ def test_tensor_if_becomes_one_cond_node():
 def test_to_code_shows_the_converted_source():
     code = jf.autograph.to_code(square_if_positive)
     assert code.startswith("def tf__square_if_positive(x):")  # TF names the converted function tf__<name>
-    assert "ag__.if_stmt(x > 0, if_true_0, if_false_0" in code
+    assert "ag__.if_stmt(ag__.ld(x) > 0, if_body, else_body, get_state, set_state, ('x',), 1)" in code
     assert "nonlocal x" in code
 
 

@@ -148,6 +148,15 @@ CASES: List[Case] = [
     Case("Log1p", jf.math.log1p, [pos(2, 3)]),
     Case("Expm1", jf.math.expm1, [r(2, 3)]),
     Case("Erf", jf.math.erf, [r(2, 3)]),
+    Case("Erfc", jf.math.erfc, [r(2, 3)]),
+    Case("Cumprod", lambda x: jf.math.cumprod(x, axis=1), [pos(2, 3)]),
+    Case("SegmentSum", lambda x, i: jf.math.segment_sum(x, i), [r(4, 2), np.array([0, 0, 2, 3], I)]),
+    Case("Cumprod", lambda x: jf.math.cumprod(x, exclusive=True, reverse=True), [pos(3, 2)]),
+    Case("TensorScatterAdd", lambda t, i, u: jf.tensor_scatter_nd_add(t, i, u),
+         [r(4, 2), np.array([[3], [0], [3]], I), r(3, 2)]),
+    Case("MatrixInverse", jf.linalg.inv, [r(3, 3) + 3 * np.eye(3)]),
+    Case("MatrixInverse", lambda a: jf.linalg.inv(a, adjoint=True), [r(2, 3, 3) + 3 * np.eye(3)]),
+    Case("MatrixDeterminant", jf.linalg.det, [r(2, 3, 3) + 2 * np.eye(3)]),
     Case("Rsqrt", jf.math.rsqrt, [pos(2, 3)]),
     Case("Reciprocal", jf.math.reciprocal, [pos(3)]),
     Case("Tan", jf.math.tan, [r(3)]),
@@ -220,6 +229,9 @@ ELSEWHERE = {op: "tests/runtime/test_nn_conv_ops.py" for op in (
     "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool", "AvgPool", "AvgPoolGrad", "BiasAdd",
     "BiasAddGrad", "Softplus", "Elu", "LeakyRelu", "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
     "DepthwiseConv2dNativeBackpropFilter")}
+# Complex-number ops: finite differences in both the real and imaginary direction (TF's convention).
+ELSEWHERE.update({op: "tests/runtime/test_complex.py" for op in (
+    "Real", "Imag", "Conj", "Angle", "ComplexAbs", "Complex")})
 
 
 def test_every_registered_gradient_has_a_case():

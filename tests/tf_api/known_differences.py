@@ -13,6 +13,11 @@ KNOWN = {
                                    "consistent with every other dtype mismatch in jitflow",
     "test/testcase": "TF's tf.test.TestCase has a deprecated `test_session` method that unittest counts "
                      "as a test (2 tests run); jf.test.TestCase does not",
+    "complex/comparison_fails": "an op given a dtype it does not take (ordering complex numbers) raises "
+                                "TypeError naming the dtype (TF: InvalidArgumentError), as for every "
+                                "dtype error in jitflow",
+    "variable/unhashable": "jitflow's variables hash by identity (sets and dict keys of variables work); TF 2's "
+                           "raise TypeError and want v.ref(). v.ref() works in jitflow as in TF",
     "graphs/concrete_ids": "a tensor `if` whose branches return a tensor and a Python number: jitflow "
                            "converts the number to the tensor's dtype; TF raises TypeError (x float32 vs 0 "
                            "int32). jitflow's non-scalar condition raises TypeError at trace time as TF's does",
