@@ -128,6 +128,8 @@ class Library:
         if nd.op == "StringFormat":
             return [tf_ops.FormattedString(inputs, attrs.get("template", "%s"), attrs.get("placeholder", "{}"),
                                            int(attrs.get("summarize", 3)))]
+        if not native and nd.op in tf_ops.COMPOSITES:
+            return list(tf_ops.COMPOSITES[nd.op](inputs, attrs, const, nd.name.rsplit("/", 1)[-1]))
         if not native and nd.op in tf_ops.IMPORTS:
             op, inputs, attrs = tf_ops.IMPORTS[nd.op](inputs, attrs, const)
             return list(registry.apply(op, inputs, attrs, name=nd.name.rsplit("/", 1)[-1]))
@@ -167,7 +169,7 @@ def _supported(nd) -> bool:
         return True
     if tf_ops.NATIVE in nd.attr:
         return nd.op in registry.OPS
-    return nd.op in tf_ops.IMPORTS
+    return nd.op in tf_ops.IMPORTS or nd.op in tf_ops.COMPOSITES
 
 
 def _topological(fdef) -> List[Any]:

@@ -1,0 +1,278 @@
+"""The CNN ops in TensorFlow's own form, both ways: convolutions, pooling, activations, slicing.
+
+A Keras CNN traces to `Conv2D`, `DepthwiseConv2dNative`, `MaxPool`, `AvgPool`, `BiasAdd`,
+`LeakyRelu`/`Elu`/`Softplus`, `StridedSlice` and `Reshape`; jitflow registers them under
+TF's names with TF's attrs (NHWC, 4-int `strides`/`ksize`/`dilations`), so the export writes
+every attr TF's OpDef declares (`T`, `data_format`, `explicit_paddings`, `use_cudnn_on_gpu`,
+...) and the import reads them back, refusing what jitflow cannot run (NCHW, `EXPLICIT`
+padding) with an error that names the node's attr. jitflow's `StridedSlice` keeps the index
+as a spec (`("slice", 1, None, 2)`, `("int", 0)`, ...) where TF passes begin/end/strides
+inputs and five bit masks; `_index_to_tf`/`_index_from_tf` translate.
+
+TF ops jitflow has no single op for (`Relu6`, `Rsqrt`, `Selu`, `ResourceGather`, a
+`MaxPoolV2` with constant sizes) import as a few jitflow ops (`COMPOSITES`).
+
+`EXPORTS[op](nd, node, inputs, const_input)` fills TF's NodeDef `nd` and returns False when
+the node has no TF form; `IMPORTS[op](inputs, attrs, const)` returns (jitflow op, inputs,
+attrs); `COMPOSITES[op](inputs, attrs, const, name)` returns the output tensors.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.ops import registry
+
+OUTPUT_NAMES: Dict[str, str] = {"LeakyRelu": "activations", "Elu": "activations", "Softplus": "activations",
+                                "Relu6": "activations", "Selu": "activations"}
+
+
+# -- export -------------------------------------------------------------------------------------------------
+def _ints(nd, key: str, values: Sequence[int]) -> None:
+    nd.attr[key].list.i.extend(int(v) for v in values)
+    if not len(values):  # an empty list is still a list (TF's OpDef type check wants `list {}`)
+        nd.attr[key].list.SetInParent()
+
+
+def _window(nd, node, with_dilations: bool) -> None:
+    a = node.attrs
+    nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
+    _ints(nd, "strides", a["strides"])
+    nd.attr["padding"].s = a["padding"].encode()
+    nd.attr["data_format"].s = b"NHWC"
+    if with_dilations:
+        _ints(nd, "dilations", a.get("dilations") or (1, 1, 1, 1))
+
+
+def _export_conv2d(nd, node, inputs, const_input) -> bool:
+    _window(nd, node, with_dilations=True)
+    nd.attr["use_cudnn_on_gpu"].b = True
+    _ints(nd, "explicit_paddings", [])
+    nd.input.extend(inputs)
+    return True
+
+
+def _export_depthwise(nd, node, inputs, const_input) -> bool:
+    _window(nd, node, with_dilations=True)
+    _ints(nd, "explicit_paddings", [])
+    nd.input.extend(inputs)
+    return True
+
+
+def _export_pool(explicit_paddings: bool):
+    def export(nd, node, inputs, const_input) -> bool:
+        _window(nd, node, with_dilations=False)
+        _ints(nd, "ksize", node.attrs["ksize"])
+        if explicit_paddings:  # MaxPool declares it, AvgPool does not
+            _ints(nd, "explicit_paddings", [])
+        nd.input.extend(inputs)
+        return True
+    return export
+
+
+def _export_bias_add(nd, node, inputs, const_input) -> bool:
+    nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
+    nd.attr["data_format"].s = b"NHWC"
+    nd.input.extend(inputs)
+    return True
+
+
+def _export_leaky_relu(nd, node, inputs, const_input) -> bool:
+    nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
+    nd.attr["alpha"].f = float(node.attrs.get("alpha", 0.2))
+    nd.input.extend(inputs)
+    return True
+
+
+def _export_unary(nd, node, inputs, const_input) -> bool:
+    nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
+    nd.input.extend(inputs)
+    return True
+
+
+_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
+def _index_to_tf(index: Sequence[Tuple[Any, ...]]):
+    """jitflow's index spec -> (begin, end, strides, masks), or None if a bound is a run-time tensor."""
+    begin, end, strides = [], [], []
+    masks = dict.fromkeys(_MASKS, 0)
+    for i, (kind, *args) in enumerate(index):
+        bit = 1 << i
+        if kind == "slice":
+            start, stop, step = args
+            if "?" in (start, stop, step):
+                return None
+            begin.append(0 if start is None else start)
+            end.append(0 if stop is None else stop)
+            strides.append(1 if step is None else step)
+            masks["begin_mask"] |= bit if start is None else 0
+            masks["end_mask"] |= bit if stop is None else 0
+        elif kind == "int":
+            begin.append(args[0])
+            end.append(args[0] + 1)  # -1 + 1 == 0: TF reads only begin for a shrunk axis, as Python's x[-1]
+            strides.append(1)
+            masks["shrink_axis_mask"] |= bit
+        elif kind in ("newaxis", "ellipsis"):
+            begin.append(0)
+            end.append(0)
+            strides.append(1)
+            masks["new_axis_mask" if kind == "newaxis" else "ellipsis_mask"] |= bit
+        else:  # "dyn": a run-time index
+            return None
+    return begin, end, strides, masks
+
+
+def _export_strided_slice(nd, node, inputs, const_input) -> bool:
+    translated = _index_to_tf(node.attrs["index"])
+    if translated is None or len(node.inputs) != 1:
+        return False
+    begin, end, strides, masks = translated
+    nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
+    nd.attr["Index"].type = _dt.int32.tf_enum
+    for key in _MASKS:
+        nd.attr[key].i = masks[key]
+    nd.input.extend([inputs[0], const_input("stack", begin), const_input("stack_1", end),
+                     const_input("stack_2", strides)])
+    return True
+
+
+EXPORTS: Dict[str, Callable[..., bool]] = {
+    "Conv2D": _export_conv2d,
+    "DepthwiseConv2dNative": _export_depthwise,
+    "MaxPool": _export_pool(explicit_paddings=True),
+    "AvgPool": _export_pool(explicit_paddings=False),
+    "BiasAdd": _export_bias_add,
+    "LeakyRelu": _export_leaky_relu,
+    "Elu": _export_unary,
+    "Softplus": _export_unary,
+    "StridedSlice": _export_strided_slice,
+}
+
+
+# -- import -------------------------------------------------------------------------------------------------
+def _nhwc(op: str, attrs: Dict[str, Any]) -> None:
+    fmt = attrs.get("data_format") or "NHWC"
+    if fmt != "NHWC":
+        raise ValueError(f"{op}: attr data_format is {fmt!r}; jitflow runs NHWC (channels last) only")
+    padding = attrs.get("padding")
+    if padding is not None and padding not in ("SAME", "VALID"):
+        raise ValueError(f"{op}: attr padding is {padding!r}; jitflow supports 'SAME' and 'VALID'")
+
+
+def _import_conv(op: str):
+    def imp(inputs, attrs, const):
+        _nhwc(op, attrs)
+        return op, inputs, {"strides": tuple(attrs["strides"]), "padding": attrs["padding"],
+                            "dilations": tuple(attrs.get("dilations") or (1, 1, 1, 1)), "data_format": "NHWC"}
+    return imp
+
+
+def _import_pool(op: str):
+    def imp(inputs, attrs, const):
+        _nhwc(op, attrs)
+        return op, inputs, {"ksize": tuple(attrs["ksize"]), "strides": tuple(attrs["strides"]),
+                            "padding": attrs["padding"], "data_format": "NHWC"}
+    return imp
+
+
+def _import_bias_add(inputs, attrs, const):
+    _nhwc("BiasAdd", attrs)
+    return "BiasAdd", inputs, {"data_format": "NHWC"}
+
+
+def _index_from_tf(begin, end, strides, attrs: Dict[str, Any]) -> Tuple[Tuple[Any, ...], ...]:
+    masks = {key: int(attrs.get(key) or 0) for key in _MASKS}
+    spec: List[Tuple[Any, ...]] = []
+    for i in range(len(begin)):
+        bit = 1 << i
+        if masks["ellipsis_mask"] & bit:
+            spec.append(("ellipsis",))
+        elif masks["new_axis_mask"] & bit:
+            spec.append(("newaxis",))
+        elif masks["shrink_axis_mask"] & bit:
+            spec.append(("int", int(begin[i])))
+        else:
+            step = int(strides[i])
+            if step == 0:
+                raise ValueError("StridedSlice: input strides holds a 0; strides must be non-zero")
+            spec.append(("slice", None if masks["begin_mask"] & bit else int(begin[i]),
+                         None if masks["end_mask"] & bit else int(end[i]), step))
+    return tuple(spec)
+
+
+def _import_strided_slice(inputs, attrs, const):
+    begin, end, strides = (np.atleast_1d(const(i)) for i in (1, 2, 3))
+    if not len(begin) == len(end) == len(strides):
+        raise ValueError(f"StridedSlice: begin, end and strides must have one length; got {len(begin)}, "
+                         f"{len(end)} and {len(strides)}")
+    return "StridedSlice", [inputs[0]], {"index": _index_from_tf(begin, end, strides, attrs)}
+
+
+IMPORTS: Dict[str, Callable] = {
+    "Conv2D": _import_conv("Conv2D"),
+    "DepthwiseConv2dNative": _import_conv("DepthwiseConv2dNative"),
+    "MaxPool": _import_pool("MaxPool"),
+    "AvgPool": _import_pool("AvgPool"),
+    "BiasAdd": _import_bias_add,
+    "LeakyRelu": lambda inputs, attrs, const: ("LeakyRelu", inputs, {"alpha": float(attrs.get("alpha", 0.2))}),
+    "Elu": lambda inputs, attrs, const: ("Elu", inputs, {}),
+    "Softplus": lambda inputs, attrs, const: ("Softplus", inputs, {}),
+    "StridedSlice": _import_strided_slice,
+}
+
+
+# -- composites: one TF op as a few jitflow ops ------------------------------------------------------------
+def _scalar(value: float, like: Any) -> Any:
+    return registry.apply("Const", [], {"value": np.asarray(value, like.dtype.as_numpy_dtype),
+                                         "dtype": like.dtype})[0]
+
+
+def _relu6(inputs, attrs, const, name):
+    x = inputs[0]
+    return registry.apply("Minimum", [registry.apply("Relu", [x])[0], _scalar(6.0, x)], name=name)
+
+
+def _rsqrt(inputs, attrs, const, name):
+    return registry.apply("Reciprocal", [registry.apply("Sqrt", inputs)[0]], name=name)
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _selu(inputs, attrs, const, name):
+    """scale · (x if x > 0 else alpha · (exp(x) − 1)), as TF's kernel; Elu gives exp(x) − 1 below 0."""
+    x = inputs[0]
+    negative = registry.apply("Mul", [_scalar(_SELU_ALPHA, x), registry.apply("Elu", [x])[0]])[0]
+    positive = registry.apply("Greater", [x, _scalar(0.0, x)])[0]
+    picked = registry.apply("SelectV2", [positive, x, negative])[0]
+    return registry.apply("Mul", [_scalar(_SELU_SCALE, x), picked], name=name)
+
+
+def _resource_gather(inputs, attrs, const, name):
+    var, indices = inputs
+    if int(attrs.get("batch_dims") or 0) != 0:
+        raise ValueError(f"ResourceGather: attr batch_dims is {attrs['batch_dims']}; jitflow gathers with "
+                         "batch_dims=0 only")
+    shape = tuple(var.shape.as_list()) if hasattr(var, "shape") and var.shape.rank is not None else None
+    value = registry.apply("ReadVariableOp", [var], {"dtype": attrs["dtype"], "_shape": shape})[0]
+    return registry.apply("GatherV2", [value, indices], {"axis": 0}, name=name)
+
+
+def _max_pool_v2(inputs, attrs, const, name):
+    op, x, pool_attrs = _import_pool("MaxPool")([inputs[0]], {
+        **attrs, "ksize": tuple(int(v) for v in const(1)), "strides": tuple(int(v) for v in const(2))}, const)
+    return registry.apply(op, x, pool_attrs, name=name)
+
+
+COMPOSITES: Dict[str, Callable[..., List[Any]]] = {
+    "Relu6": _relu6,
+    "Rsqrt": _rsqrt,
+    "Selu": _selu,
+    "ResourceGather": _resource_gather,
+    "MaxPoolV2": _max_pool_v2,
+}
+
+__all__ = ["COMPOSITES", "EXPORTS", "IMPORTS", "OUTPUT_NAMES"]
