@@ -1,0 +1,223 @@
+"""Keras CNNs across TensorFlow and jitflow in TensorFlow's op form (issue #18).
+
+jitflow's `model.export()` of seed 004's CNN (and of a model with every CNN layer) writes
+`Conv2D`, `MaxPool`, `AvgPool`, `DepthwiseConv2dNative`, `BiasAdd`, `LeakyRelu`, `Elu`,
+`StridedSlice`, ... as TensorFlow writes them (no `_jf_native` node), TensorFlow runs the
+export and predicts what jitflow predicts; jitflow runs what Keras exported (checked-in
+fixtures, and a live export when TF is installed).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import jitflow as jf
+from jitflow.runtime.saved_model.loading import meta_graph, read_saved_model
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "tf_keras_cnn")
+L = jf.keras.layers
+CNN_OPS = {"Conv2D", "MaxPool", "AvgPool", "DepthwiseConv2dNative", "BiasAdd", "LeakyRelu", "Elu", "ConcatV2",
+           "Reshape", "MatMul", "Softmax", "Relu", "Mean", "Max", "GatherV2", "Pad", "StridedSlice", "Squeeze",
+           "ExpandDims"}
+
+
+def seed_004_cnn():
+    """Seed 004's MNIST CNN: Conv2D 32 -> MaxPool -> Conv2D 64 -> MaxPool -> Flatten -> Dense 128 -> Dense 10."""
+    jf.random.set_seed(4)
+    model = jf.keras.Sequential([
+        L.Conv2D(32, 3, activation="relu", input_shape=(28, 28, 1)),
+        L.MaxPooling2D(2),
+        L.Conv2D(64, 3, activation="relu"),
+        L.MaxPooling2D(2),
+        L.Flatten(),
+        L.Dense(128, activation="relu"),
+        L.Dense(10, activation="softmax"),
+    ])
+    return model, np.random.RandomState(4).rand(3, 28, 28, 1).astype(np.float32)
+
+
+class _Extras(L.Layer):
+    """Mean/Max/Sum reductions, Pad, Squeeze/ExpandDims and static slices, as a custom layer writes them."""
+
+    def call(self, x):
+        padded = jf.pad(x, [[0, 0], [1, 1], [0, 0], [0, 0]])
+        sliced = padded[:, 1:-1, ::2, :]                      # StridedSlice with masks
+        first = jf.expand_dims(sliced[..., 0], -1)            # shrink + ellipsis, then ExpandDims
+        squeezed = jf.squeeze(jf.reduce_max(first, axis=[2], keepdims=True), [2])
+        return jf.concat([jf.reduce_mean(sliced, axis=[1, 2]), jf.reduce_sum(squeezed, axis=1)], axis=-1)
+
+
+def layered_cnn():
+    """Every CNN layer with a TF form: BatchNormalization (inference), Dropout, DepthwiseConv2D, pooling, ..."""
+    jf.random.set_seed(7)
+    image = L.Input(shape=(10, 10, 3))
+    ids = L.Input(shape=(4,), dtype=jf.int32)
+    x = L.Conv2D(6, 3, activation="relu", padding="same")(image)
+    x = L.BatchNormalization()(x)
+    x = L.MaxPooling2D(2)(x)
+    y = L.DepthwiseConv2D(3, padding="same", depth_multiplier=2)(x)
+    y = L.AveragePooling2D(2, padding="same")(y)
+    z = L.Conv2D(4, 1, strides=2, padding="same")(x)
+    x = L.Concatenate()([y, z])
+    x = L.Dropout(0.5)(x)
+    x = L.LeakyReLU(0.1)(x)
+    x = L.ELU()(x)
+    x = L.ReLU(max_value=6.0)(x)
+    extras = _Extras()(x)
+    x = L.Reshape((3, 3, 16))(x)
+    x = L.Flatten()(x)
+    e = L.Flatten()(L.Embedding(20, 3)(ids))
+    x = L.Concatenate()([x, extras, e])
+    x = L.Dense(16, activation="softplus")(x)
+    out = L.Softmax()(L.Dense(10)(x))
+    model = jf.keras.Model([image, ids], out)
+    bn = next(layer for layer in model.layers if isinstance(layer, L.BatchNormalization))
+    bn.moving_mean.assign(np.linspace(-0.5, 0.5, 6).astype(np.float32))  # not 0/1: normalisation shows
+    bn.moving_variance.assign(np.linspace(0.5, 2.0, 6).astype(np.float32))
+    rng = np.random.RandomState(7)
+    return model, [rng.rand(3, 10, 10, 3).astype(np.float32), rng.randint(0, 20, (3, 4)).astype(np.int32)]
+
+
+def _ops(path):
+    meta = meta_graph(read_saved_model(path))
+    nodes = [nd for f in meta.graph_def.library.function for nd in f.node_def]
+    return nodes
+
+
+def _keywords(signature, args):
+    """The serving signature's keyword arguments (TF names a list's entries `inputs`, `input_1`, ...),
+    matched to the model's inputs by rank (the two inputs here differ in rank)."""
+    specs = signature.structured_input_signature[1]
+    args = args if isinstance(args, list) else [args]
+    return {key: next(a for a in args if len(a.shape) == len(spec.shape)) for key, spec in specs.items()}
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """Both models, built, run once by jitflow (its predictions) and exported."""
+    out = {}
+    for name, build in (("seed_004", seed_004_cnn), ("layered", layered_cnn)):
+        model, x = build()
+        want = model(x if not isinstance(x, list) else [jf.constant(v) for v in x], training=False).numpy()
+        path = str(tmp_path_factory.mktemp("cnn") / name)
+        model.export(path, verbose=False)
+        out[name] = (model, x, want, path)
+    return out
+
+
+def test_the_exports_are_all_in_tensorflows_op_form(exports):
+    seen = set()
+    for name, (_, _, _, path) in exports.items():
+        nodes = _ops(path)
+        native = sorted({nd.op for nd in nodes if "_jf_native" in nd.attr})
+        assert native == [], f"{name}: ops written in jitflow's own form: {native}"
+        seen |= {nd.op for nd in nodes}
+    assert CNN_OPS <= seen, sorted(CNN_OPS - seen)
+    conv = next(nd for nd in _ops(exports["seed_004"][3]) if nd.op == "Conv2D")
+    assert list(conv.attr["strides"].list.i) == [1, 1, 1, 1] and conv.attr["padding"].s == b"VALID"
+    assert conv.attr["data_format"].s == b"NHWC" and list(conv.attr["dilations"].list.i) == [1, 1, 1, 1]
+    assert conv.attr["use_cudnn_on_gpu"].b and conv.attr["T"].type == jf.float32.tf_enum
+    pool = next(nd for nd in _ops(exports["seed_004"][3]) if nd.op == "MaxPool")
+    assert list(pool.attr["ksize"].list.i) == [1, 2, 2, 1] and list(pool.attr["strides"].list.i) == [1, 2, 2, 1]
+
+
+def test_jitflow_runs_its_own_cnn_exports_unchanged(exports):
+    for name, (_, x, want, path) in exports.items():
+        loaded = jf.saved_model.load(path)
+        args = [jf.constant(v) for v in x] if isinstance(x, list) else jf.constant(x)
+        np.testing.assert_allclose(loaded.serve(args).numpy(), want, rtol=1e-5, atol=1e-6, err_msg=name)
+        out = loaded.signatures["serving_default"](
+            **_keywords(loaded.signatures["serving_default"], args))
+        np.testing.assert_allclose(out["output_0"].numpy(), want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("name", ["cnn", "embedding"])
+def test_jitflow_predicts_what_keras_predicts_for_its_exported_cnn(name):
+    expected = json.load(open(os.path.join(FIXTURES, name, "expected.json")))
+    x = np.array(expected["x"], dtype=expected["dtype"])
+    loaded = jf.saved_model.load(os.path.join(FIXTURES, name))
+    np.testing.assert_allclose(loaded.serve(jf.constant(x)).numpy(), expected["y"], rtol=1e-5, atol=1e-6)
+    signature = loaded.signatures["serving_default"]
+    (out,) = signature(**_keywords(signature, jf.constant(x))).values()
+    np.testing.assert_allclose(out.numpy(), expected["y"], rtol=1e-5, atol=1e-6)
+    assert len(loaded.variables) > 0 and all(isinstance(v, jf.Variable) for v in loaded.variables)
+
+
+def test_strided_slices_round_trip_in_tensorflows_form(tmp_path):
+    class Slices(jf.Module):
+        @jf.function(input_signature=[jf.TensorSpec([None, 4, 5], jf.float32)])
+        def f(self, x):
+            return {"a": x[:, 1:3, ::2], "b": x[..., -1], "c": x[0, None, :, 4], "d": x[:, ::-1, 1:],
+                    "e": x[1:, 2]}
+
+    module = Slices()
+    jf.saved_model.save(module, str(tmp_path / "s"))
+    nodes = _ops(str(tmp_path / "s"))
+    assert [nd.op for nd in nodes if "_jf_native" in nd.attr] == []
+    masks = {nd.name.rsplit("/", 1)[-1]: nd for nd in nodes if nd.op == "StridedSlice"}
+    assert len(masks) == 5
+    x = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5)
+    got = jf.saved_model.load(str(tmp_path / "s")).f(jf.constant(x))
+    want = {"a": x[:, 1:3, ::2], "b": x[..., -1], "c": x[0, None, :, 4], "d": x[:, ::-1, 1:], "e": x[1:, 2]}
+    for key, value in want.items():
+        np.testing.assert_array_equal(got[key].numpy(), value, err_msg=key)
+
+
+# -- TensorFlow in the loop ---------------------------------------------------------------------------------
+@pytest.mark.tf
+def test_tensorflow_runs_jitflows_exported_cnns(exports):
+    tf = pytest.importorskip("tensorflow")
+    for name, (_, x, want, path) in exports.items():
+        loaded = tf.saved_model.load(path)
+        args = [tf.constant(v) for v in x] if isinstance(x, list) else tf.constant(x)
+        np.testing.assert_allclose(loaded.serve(args).numpy(), want, rtol=1e-5, atol=1e-6, err_msg=name)
+        signature = loaded.signatures["serving_default"]
+        np.testing.assert_allclose(signature(**_keywords(signature, args))["output_0"].numpy(), want, rtol=1e-5, atol=1e-6,
+                                   err_msg=name)
+
+
+@pytest.mark.tf
+def test_every_exported_node_matches_tensorflows_op_def(exports):
+    """Op names, input counts and attrs as TF's OpDefs declare them (no unknown attr, none missing)."""
+    pytest.importorskip("tensorflow")
+    from tensorflow.python.framework import op_def_registry
+    for name, (_, _, _, path) in exports.items():
+        for nd in _ops(path):
+            if nd.op in ("StatefulPartitionedCall", "PartitionedCall"):
+                continue
+            op_def = op_def_registry.get(nd.op)
+            assert op_def is not None, f"{name}: {nd.name} uses {nd.op!r}, which TensorFlow does not define"
+            declared = {a.name for a in op_def.attr}
+            attrs = {k for k in nd.attr if not k.startswith("_")}
+            assert attrs <= declared, f"{nd.op} {nd.name}: attrs TF does not declare: {sorted(attrs - declared)}"
+            required = {a.name for a in op_def.attr if not a.HasField("default_value")}
+            assert required <= attrs, f"{nd.op} {nd.name}: missing attrs {sorted(required - attrs)}"
+            data_inputs = [i for i in nd.input if not i.startswith("^")]
+            fixed = [a for a in op_def.input_arg if not a.number_attr and not a.type_list_attr]
+            if len(fixed) == len(op_def.input_arg):
+                assert len(data_inputs) == len(fixed), f"{nd.op} {nd.name}: {len(data_inputs)} inputs"
+
+
+@pytest.mark.tf
+def test_jitflow_runs_the_seed_004_cnn_tensorflow_just_exported(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    keras = tf.keras
+    keras.utils.set_random_seed(4)
+    model = keras.Sequential([
+        keras.Input(shape=(28, 28, 1)),
+        keras.layers.Conv2D(32, 3, activation="relu"),
+        keras.layers.MaxPooling2D(2),
+        keras.layers.Conv2D(64, 3, activation="relu"),
+        keras.layers.MaxPooling2D(2),
+        keras.layers.Flatten(),
+        keras.layers.Dense(128, activation="relu"),
+        keras.layers.Dense(10, activation="softmax"),
+    ])
+    x = np.random.RandomState(4).rand(3, 28, 28, 1).astype(np.float32)
+    want = model.predict(x, verbose=0)
+    model.export(str(tmp_path / "tf_cnn"), verbose=False)
+    loaded = jf.saved_model.load(str(tmp_path / "tf_cnn"))
+    np.testing.assert_allclose(loaded.serve(jf.constant(x)).numpy(), want, rtol=1e-5, atol=1e-6)
