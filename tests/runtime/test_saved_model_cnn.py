@@ -175,8 +175,8 @@ def test_tensorflow_runs_jitflows_exported_cnns(exports):
         args = [tf.constant(v) for v in x] if isinstance(x, list) else tf.constant(x)
         np.testing.assert_allclose(loaded.serve(args).numpy(), want, rtol=1e-5, atol=1e-6, err_msg=name)
         signature = loaded.signatures["serving_default"]
-        np.testing.assert_allclose(signature(**_keywords(signature, args))["output_0"].numpy(), want, rtol=1e-5, atol=1e-6,
-                                   err_msg=name)
+        got = signature(**_keywords(signature, args))["output_0"].numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
 @pytest.mark.tf
