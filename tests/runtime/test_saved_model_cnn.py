@@ -221,3 +221,18 @@ def test_jitflow_runs_the_seed_004_cnn_tensorflow_just_exported(tmp_path):
     model.export(str(tmp_path / "tf_cnn"), verbose=False)
     loaded = jf.saved_model.load(str(tmp_path / "tf_cnn"))
     np.testing.assert_allclose(loaded.serve(jf.constant(x)).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_tf_layout_jitflow_does_not_run_is_refused_naming_the_node(tmp_path):
+    model = jf.keras.Sequential([L.Conv2D(2, 3, input_shape=(6, 6, 1))])
+    model(np.zeros((1, 6, 6, 1), np.float32))
+    path = str(tmp_path / "nchw")
+    model.export(path, verbose=False)
+    saved = read_saved_model(path)
+    conv = next(nd for f in meta_graph(saved).graph_def.library.function for nd in f.node_def if nd.op == "Conv2D")
+    conv.attr["data_format"].s = b"NCHW"  # what TF writes for a channels-first model on GPU
+    with open(os.path.join(path, "saved_model.pb"), "wb") as f:
+        f.write(saved.SerializeToString())
+    with pytest.raises(jf.saved_model.UnsupportedOpError,
+                       match=rf"node '{conv.name}': Conv2D: attr data_format is 'NCHW'; jitflow runs NHWC"):
+        jf.saved_model.load(path).serve(jf.constant(np.zeros((1, 6, 6, 1), np.float32)))
