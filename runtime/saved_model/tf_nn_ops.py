@@ -10,7 +10,8 @@ as a spec (`("slice", 1, None, 2)`, `("int", 0)`, ...) where TF passes begin/end
 inputs and five bit masks; `_index_to_tf`/`_index_from_tf` translate.
 
 TF ops jitflow has no single op for (`Relu6`, `Rsqrt`, `Selu`, `ResourceGather`, a
-`MaxPoolV2` with constant sizes) import as a few jitflow ops (`COMPOSITES`).
+`MaxPoolV2` with constant sizes, and the `SpaceToBatchND`/`BatchToSpaceND` pair TF wraps
+around a dilated convolution) import as a few jitflow ops (`COMPOSITES`).
 
 `EXPORTS[op](nd, node, inputs, const_input)` fills TF's NodeDef `nd` and returns False when
 the node has no TF form; `IMPORTS[op](inputs, attrs, const)` returns (jitflow op, inputs,
@@ -23,6 +24,8 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
+from jitflow.runtime.ops import array_ops as _A
+from jitflow.runtime.ops import indexing_ops as _I
 from jitflow.runtime.ops import registry
 
 OUTPUT_NAMES: Dict[str, str] = {"LeakyRelu": "activations", "Elu": "activations", "Softplus": "activations",
@@ -267,7 +270,43 @@ def _max_pool_v2(inputs, attrs, const, name):
     return registry.apply(op, x, pool_attrs, name=name)
 
 
+def _block_args(op: str, x: Any, const) -> Tuple[List[int], List[List[int]], Tuple[int, int, int]]:
+    """(block_shape, paddings or crops, static (H, W, C)) of a 4-D NHWC SpaceToBatchND/BatchToSpaceND."""
+    block = [int(v) for v in np.atleast_1d(const(1))]
+    pads = [[int(v) for v in row] for row in np.asarray(const(2)).reshape(-1, 2)]
+    dims = x._dims
+    if len(block) != 2 or len(pads) != 2 or dims is None or len(dims) != 4 or None in dims[1:]:
+        raise ValueError(f"{op}: jitflow runs it on NHWC images with 2 block dimensions and a known height, width "
+                         f"and channels; got block_shape {block} and an input of shape {dims}")
+    return block, pads, (int(dims[1]), int(dims[2]), int(dims[3]))
+
+
+def _space_to_batch(inputs, attrs, const, name):
+    """TF's dilated convolution prologue: pad, then fold each (b0, b1) phase of the image into the batch
+    (output batch index (i0·b1 + i1)·B + b, as TF's kernel)."""
+    (b0, b1), pads, (h, w, c) = _block_args("SpaceToBatchND", inputs[0], const)
+    x = _I.pad(inputs[0], [[0, 0], pads[0], pads[1], [0, 0]])
+    hp, wp = h + sum(pads[0]), w + sum(pads[1])
+    if hp % b0 or wp % b1:
+        raise ValueError(f"SpaceToBatchND: the padded size {[hp, wp]} is not a multiple of block_shape {[b0, b1]}")
+    x = _A.reshape(x, [-1, hp // b0, b0, wp // b1, b1, c])
+    x = _A.transpose(x, [2, 4, 0, 1, 3, 5])
+    return [_A.reshape(x, [-1, hp // b0, wp // b1, c], name=name)]
+
+
+def _batch_to_space(inputs, attrs, const, name):
+    """The inverse: unfold the phases from the batch into the image, then crop."""
+    (b0, b1), crops, (h, w, c) = _block_args("BatchToSpaceND", inputs[0], const)
+    x = _A.reshape(inputs[0], [b0, b1, -1, h, w, c])
+    x = _A.transpose(x, [2, 3, 0, 4, 1, 5])
+    x = _A.reshape(x, [-1, h * b0, w * b1, c])
+    return [_A.getitem(x, (slice(None), slice(crops[0][0], h * b0 - crops[0][1]),
+                           slice(crops[1][0], w * b1 - crops[1][1]), slice(None)))]
+
+
 COMPOSITES: Dict[str, Callable[..., List[Any]]] = {
+    "SpaceToBatchND": _space_to_batch,
+    "BatchToSpaceND": _batch_to_space,
     "Relu6": _relu6,
     "Rsqrt": _rsqrt,
     "Selu": _selu,

@@ -134,7 +134,7 @@ def test_jitflow_runs_its_own_cnn_exports_unchanged(exports):
         np.testing.assert_allclose(out["output_0"].numpy(), want, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
-@pytest.mark.parametrize("name", ["cnn", "embedding", "lookup"])
+@pytest.mark.parametrize("name", ["cnn", "embedding", "dilated", "lookup"])
 def test_jitflow_predicts_what_keras_predicts_for_its_exported_cnn(name):
     expected = json.load(open(os.path.join(FIXTURES, name, "expected.json")))
     x = np.array(expected["x"], dtype=expected["dtype"])
