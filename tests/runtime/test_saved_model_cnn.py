@@ -51,13 +51,14 @@ class _Extras(L.Layer):
 
 
 def layered_cnn():
-    """Every CNN layer with a TF form: BatchNormalization (inference), Dropout, DepthwiseConv2D, pooling, ..."""
+    """Every CNN layer with a TF form: BatchNormalization (inference), a dilated Conv2D, DepthwiseConv2D, ..."""
     jf.random.set_seed(7)
     image = L.Input(shape=(10, 10, 3))
     ids = L.Input(shape=(4,), dtype=jf.int32)
     x = L.Conv2D(6, 3, activation="relu", padding="same")(image)
     x = L.BatchNormalization()(x)
     x = L.MaxPooling2D(2)(x)
+    x = L.Conv2D(6, 3, dilation_rate=2, padding="same")(x)
     y = L.DepthwiseConv2D(3, padding="same", depth_multiplier=2)(x)
     y = L.AveragePooling2D(2, padding="same")(y)
     z = L.Conv2D(4, 1, strides=2, padding="same")(x)
@@ -120,6 +121,8 @@ def test_the_exports_are_all_in_tensorflows_op_form(exports):
     assert list(conv.attr["strides"].list.i) == [1, 1, 1, 1] and conv.attr["padding"].s == b"VALID"
     assert conv.attr["data_format"].s == b"NHWC" and list(conv.attr["dilations"].list.i) == [1, 1, 1, 1]
     assert conv.attr["use_cudnn_on_gpu"].b and conv.attr["T"].type == jf.float32.tf_enum
+    dilated = [nd for nd in _ops(exports["layered"][3]) if nd.op == "Conv2D" and nd.attr["dilations"].list.i[1] == 2]
+    assert dilated and list(dilated[0].attr["dilations"].list.i) == [1, 2, 2, 1]
     pool = next(nd for nd in _ops(exports["seed_004"][3]) if nd.op == "MaxPool")
     assert list(pool.attr["ksize"].list.i) == [1, 2, 2, 1] and list(pool.attr["strides"].list.i) == [1, 2, 2, 1]
 
