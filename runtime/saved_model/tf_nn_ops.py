@@ -9,7 +9,7 @@ padding) with an error that names the node's attr. jitflow's `StridedSlice` keep
 as a spec (`("slice", 1, None, 2)`, `("int", 0)`, ...) where TF passes begin/end/strides
 inputs and five bit masks; `_index_to_tf`/`_index_from_tf` translate.
 
-TF ops jitflow has no single op for (`Relu6`, `Rsqrt`, `Selu`, `ResourceGather`, a
+TF ops jitflow has no single op for (`Relu6`, `Selu`, `ResourceGather`, a
 `MaxPoolV2` with constant sizes, and the `SpaceToBatchND`/`BatchToSpaceND` pair TF wraps
 around a dilated convolution) import as a few jitflow ops (`COMPOSITES`).
 
@@ -29,7 +29,7 @@ from jitflow.runtime.ops import indexing_ops as _I
 from jitflow.runtime.ops import registry
 
 OUTPUT_NAMES: Dict[str, str] = {"LeakyRelu": "activations", "Elu": "activations", "Softplus": "activations",
-                                "Relu6": "activations", "Selu": "activations"}
+                                "Relu6": "activations", "Selu": "activations", "Softsign": "activations"}
 
 
 # -- export -------------------------------------------------------------------------------------------------
@@ -238,10 +238,6 @@ def _relu6(inputs, attrs, const, name):
     return registry.apply("Minimum", [registry.apply("Relu", [x])[0], _scalar(6.0, x)], name=name)
 
 
-def _rsqrt(inputs, attrs, const, name):
-    return registry.apply("Reciprocal", [registry.apply("Sqrt", inputs)[0]], name=name)
-
-
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
 
@@ -308,7 +304,6 @@ COMPOSITES: Dict[str, Callable[..., List[Any]]] = {
     "SpaceToBatchND": _space_to_batch,
     "BatchToSpaceND": _batch_to_space,
     "Relu6": _relu6,
-    "Rsqrt": _rsqrt,
     "Selu": _selu,
     "ResourceGather": _resource_gather,
     "MaxPoolV2": _max_pool_v2,

@@ -33,6 +33,8 @@ OUTPUT_NAMES: Dict[str, str] = {
                           "Cast", "Transpose", "LogicalNot", "ZerosLike", "OnesLike", "IsFinite")},
     "MatMul": "product", "BatchMatMulV2": "output", "ReadVariableOp": "value", "Relu": "activations",
     "Softmax": "softmax", "LogSoftmax": "logsoftmax", "SelectV2": "output",
+    **{op: "y" for op in ("Log1p", "Expm1", "Rsqrt", "Reciprocal", "Floor", "Ceil", "Round", "Tan", "Atan",
+                          "Asin", "Acos", "Sinh", "Cosh")},
     **tf_nn_ops.OUTPUT_NAMES,
 }
 
@@ -45,6 +47,11 @@ _ELEMENTWISE_T = {"AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Pow",
                   "GreaterEqual", "Less", "LessEqual", "Relu", "Tanh", "Sigmoid", "Exp", "Log", "Neg", "Abs",
                   "Square", "Sqrt", "Sin", "Cos", "Sign", "Identity", "StopGradient", "ZerosLike", "OnesLike",
                   "SelectV2", "IsFinite"}
+# jitflow's math_extra unary ops, named as TF names them (Erf is left out: TF writes GELU with it, and
+# the tests keep one op TF writes that jitflow refuses by name)
+_EXTRA_UNARY = {"Log1p", "Expm1", "Rsqrt", "Reciprocal", "Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos",
+                "Sinh", "Cosh", "Softsign"}
+_ELEMENTWISE_T |= _EXTRA_UNARY
 _NO_ATTRS = {"LogicalAnd", "LogicalOr", "LogicalNot"}
 _REDUCTIONS = {"Sum", "Mean", "Max", "Min", "Prod", "All", "Any"}
 

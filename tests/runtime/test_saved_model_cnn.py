@@ -169,6 +169,37 @@ def test_strided_slices_round_trip_in_tensorflows_form(tmp_path):
         np.testing.assert_array_equal(got[key].numpy(), value, err_msg=key)
 
 
+_UNARY = ("log1p", "expm1", "rsqrt", "reciprocal", "floor", "ceil", "round", "tan", "atan", "asin", "acos", "sinh",
+          "cosh")
+
+
+class UnaryOps(jf.Module):
+    """jitflow's extra unary math ops and activations, each written as TF's op of the same name."""
+
+    @jf.function(input_signature=[jf.TensorSpec([None, 3], jf.float32)])
+    def f(self, x):
+        out = {name: getattr(jf.math, name)(x) for name in _UNARY}
+        out.update(softsign=jf.nn.softsign(x), softplus=jf.nn.softplus(x), elu=jf.nn.elu(x - 0.5),
+                   leaky_relu=jf.nn.leaky_relu(x - 0.5, alpha=0.3))
+        return out
+
+
+_UNARY_X = np.array([[0.1, 0.45, 0.9], [0.25, 0.5, 0.75]], np.float32)
+
+
+def test_unary_math_ops_round_trip_in_tensorflows_form(tmp_path):
+    module = UnaryOps()
+    jf.saved_model.save(module, str(tmp_path / "u"))
+    nodes = _ops(str(tmp_path / "u"))
+    assert [nd.op for nd in nodes if "_jf_native" in nd.attr] == []
+    ops = {nd.op for nd in nodes}
+    assert {"Log1p", "Rsqrt", "Round", "Softsign", "Softplus", "Elu", "LeakyRelu"} <= ops
+    want = module.f(jf.constant(_UNARY_X))
+    got = jf.saved_model.load(str(tmp_path / "u")).f(jf.constant(_UNARY_X))
+    for key in want:
+        np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), rtol=1e-6, err_msg=key)
+
+
 # -- TensorFlow in the loop ---------------------------------------------------------------------------------
 @pytest.mark.tf
 def test_tensorflow_runs_jitflows_exported_cnns(exports):
@@ -182,26 +213,30 @@ def test_tensorflow_runs_jitflows_exported_cnns(exports):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+def _check_against_op_defs(path, name):
+    """Op names, input counts and attrs as TF's OpDefs declare them (no unknown attr, none missing)."""
+    from tensorflow.python.framework import op_def_registry
+    for nd in _ops(path):
+        if nd.op in ("StatefulPartitionedCall", "PartitionedCall"):
+            continue
+        op_def = op_def_registry.get(nd.op)
+        assert op_def is not None, f"{name}: {nd.name} uses {nd.op!r}, which TensorFlow does not define"
+        declared = {a.name for a in op_def.attr}
+        attrs = {k for k in nd.attr if not k.startswith("_")}
+        assert attrs <= declared, f"{nd.op} {nd.name}: attrs TF does not declare: {sorted(attrs - declared)}"
+        required = {a.name for a in op_def.attr if not a.HasField("default_value")}
+        assert required <= attrs, f"{nd.op} {nd.name}: missing attrs {sorted(required - attrs)}"
+        data_inputs = [i for i in nd.input if not i.startswith("^")]
+        fixed = [a for a in op_def.input_arg if not a.number_attr and not a.type_list_attr]
+        if len(fixed) == len(op_def.input_arg):
+            assert len(data_inputs) == len(fixed), f"{nd.op} {nd.name}: {len(data_inputs)} inputs"
+
+
 @pytest.mark.tf
 def test_every_exported_node_matches_tensorflows_op_def(exports):
-    """Op names, input counts and attrs as TF's OpDefs declare them (no unknown attr, none missing)."""
     pytest.importorskip("tensorflow")
-    from tensorflow.python.framework import op_def_registry
     for name, (_, _, _, path) in exports.items():
-        for nd in _ops(path):
-            if nd.op in ("StatefulPartitionedCall", "PartitionedCall"):
-                continue
-            op_def = op_def_registry.get(nd.op)
-            assert op_def is not None, f"{name}: {nd.name} uses {nd.op!r}, which TensorFlow does not define"
-            declared = {a.name for a in op_def.attr}
-            attrs = {k for k in nd.attr if not k.startswith("_")}
-            assert attrs <= declared, f"{nd.op} {nd.name}: attrs TF does not declare: {sorted(attrs - declared)}"
-            required = {a.name for a in op_def.attr if not a.HasField("default_value")}
-            assert required <= attrs, f"{nd.op} {nd.name}: missing attrs {sorted(required - attrs)}"
-            data_inputs = [i for i in nd.input if not i.startswith("^")]
-            fixed = [a for a in op_def.input_arg if not a.number_attr and not a.type_list_attr]
-            if len(fixed) == len(op_def.input_arg):
-                assert len(data_inputs) == len(fixed), f"{nd.op} {nd.name}: {len(data_inputs)} inputs"
+        _check_against_op_defs(path, name)
 
 
 @pytest.mark.tf
@@ -239,3 +274,16 @@ def test_a_tf_layout_jitflow_does_not_run_is_refused_naming_the_node(tmp_path):
     with pytest.raises(jf.saved_model.UnsupportedOpError,
                        match=rf"node '{conv.name}': Conv2D: attr data_format is 'NCHW'; jitflow runs NHWC"):
         jf.saved_model.load(path).serve(jf.constant(np.zeros((1, 6, 6, 1), np.float32)))
+
+
+@pytest.mark.tf
+def test_tensorflow_runs_the_unary_math_ops_jitflow_saved(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    module = UnaryOps()
+    jf.saved_model.save(module, str(tmp_path / "u"))
+    want = module.f(jf.constant(_UNARY_X))
+    _check_against_op_defs(str(tmp_path / "u"), "unary")
+    loaded = tf.saved_model.load(str(tmp_path / "u"))
+    got = loaded.f(tf.constant(_UNARY_X))
+    for key in want:
+        np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), rtol=1e-5, atol=1e-7, err_msg=key)
