@@ -19,7 +19,7 @@ import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.saved_model import attrs as _attrs
-from jitflow.runtime.saved_model import tf_nn_ops
+from jitflow.runtime.saved_model import tf_array_ops, tf_nn_ops
 from jitflow.runtime.saved_model.protos import node_def_pb2
 
 NATIVE = "_jf_native"
@@ -35,8 +35,10 @@ OUTPUT_NAMES: Dict[str, str] = {
     "Softmax": "softmax", "LogSoftmax": "logsoftmax", "SelectV2": "output",
     **{op: "y" for op in ("Log1p", "Expm1", "Rsqrt", "Reciprocal", "Floor", "Ceil", "Round", "Tan", "Atan",
                           "Asin", "Acos", "Sinh", "Cosh")},
-    **tf_nn_ops.OUTPUT_NAMES,
+    **tf_nn_ops.OUTPUT_NAMES, **tf_array_ops.OUTPUT_NAMES,
 }
+# Rows kept in modules of their own (CNN ops; sized array ops), as (op -> export fn) tables.
+_EXPORT_TABLES = {**tf_nn_ops.EXPORTS, **tf_array_ops.EXPORTS}
 
 
 def output_name(op: str) -> str:
@@ -76,8 +78,8 @@ def export(node: Any, inputs: List[str], unique: Callable[[str], str]) -> Option
         extra.append(c)
         return f"{c.name}:output:0"
 
-    if op in tf_nn_ops.EXPORTS:
-        if not tf_nn_ops.EXPORTS[op](nd, node, inputs, const_input):
+    if op in _EXPORT_TABLES:
+        if not _EXPORT_TABLES[op](nd, node, inputs, const_input):
             return None
     elif op in _ELEMENTWISE_T:
         nd.attr["T"].type = dtypes[-1].tf_enum
@@ -321,5 +323,6 @@ IMPORTS: Dict[str, Callable] = {
         "transpose_a": bool(attrs.get("adj_x")), "transpose_b": bool(attrs.get("adj_y"))}),
 }
 IMPORTS.update(tf_nn_ops.IMPORTS)
+IMPORTS.update(tf_array_ops.IMPORTS)
 COMPOSITES = tf_nn_ops.COMPOSITES  # one TF op replayed as a few jitflow ops
 TF_ONLY = {"StringFormat", "NoOp"}  # handled by the replayer itself

@@ -200,6 +200,28 @@ def test_unary_math_ops_round_trip_in_tensorflows_form(tmp_path):
         np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), rtol=1e-6, err_msg=key)
 
 
+class ArrayOps(jf.Module):
+    """Ops whose sizes TF passes as constant inputs: Tile, BroadcastTo, SplitV, Cumsum."""
+
+    @jf.function(input_signature=[jf.TensorSpec([2, 3], jf.float32)])
+    def f(self, x):
+        first, rest = jf.split(x, [1, 2], axis=1)
+        return {"tile": jf.tile(x, [2, 1]), "broadcast": jf.broadcast_to(x[0], [4, 3]), "first": first,
+                "rest": rest, "cumsum": jf.math.cumsum(x, axis=1, exclusive=True, reverse=True)}
+
+
+def test_sized_array_ops_round_trip_in_tensorflows_form(tmp_path):
+    module = ArrayOps()
+    jf.saved_model.save(module, str(tmp_path / "a"))
+    nodes = _ops(str(tmp_path / "a"))
+    assert [nd.op for nd in nodes if "_jf_native" in nd.attr] == []
+    assert {"Tile", "BroadcastTo", "SplitV", "Cumsum"} <= {nd.op for nd in nodes}
+    want = module.f(jf.constant(_UNARY_X))
+    got = jf.saved_model.load(str(tmp_path / "a")).f(jf.constant(_UNARY_X))
+    for key in want:
+        np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), err_msg=key)
+
+
 # -- TensorFlow in the loop ---------------------------------------------------------------------------------
 @pytest.mark.tf
 def test_tensorflow_runs_jitflows_exported_cnns(exports):
@@ -287,3 +309,28 @@ def test_tensorflow_runs_the_unary_math_ops_jitflow_saved(tmp_path):
     got = loaded.f(tf.constant(_UNARY_X))
     for key in want:
         np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), rtol=1e-5, atol=1e-7, err_msg=key)
+
+
+@pytest.mark.tf
+def test_sized_array_ops_cross_both_ways(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    module = ArrayOps()
+    jf.saved_model.save(module, str(tmp_path / "a"))
+    _check_against_op_defs(str(tmp_path / "a"), "array")
+    want = module.f(jf.constant(_UNARY_X))
+    loaded = tf.saved_model.load(str(tmp_path / "a"))
+    got = loaded.f(tf.constant(_UNARY_X))
+    for key in want:
+        np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), err_msg=key)
+
+    class TFArrayOps(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32)])
+        def f(self, x):
+            first, rest = tf.split(x, [1, -1], axis=1)
+            return {"tile": tf.tile(x, [2, 1]), "broadcast": tf.broadcast_to(x[0], [4, 3]), "first": first,
+                    "rest": rest, "cumsum": tf.math.cumsum(x, axis=1, exclusive=True, reverse=True)}
+
+    tf.saved_model.save(TFArrayOps(), str(tmp_path / "tf"))
+    got = jf.saved_model.load(str(tmp_path / "tf")).f(jf.constant(_UNARY_X))
+    for key in want:
+        np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), err_msg=key)
