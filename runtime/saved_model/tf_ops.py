@@ -5,7 +5,8 @@ of them as constant inputs (`Sum(input, reduction_indices)`), names type attrs (
 `Tidx`, `SrcT`), and prints through `StringFormat` + `PrintV2`. One row per op here says how
 to translate, so a jitflow SavedModel loads in TensorFlow and a TensorFlow SavedModel loads
 in jitflow. An op without a row is exported in jitflow's own form (marked `_jf_native`),
-which jitflow loads and TensorFlow does not.
+which jitflow loads and TensorFlow does not. The CNN ops (`tf_nn_ops`) and the sized array ops
+(`tf_array_ops`) keep their rows in modules of their own, as tables merged here.
 
 `export(node, ...)` returns the NodeDefs for one jitflow node (extra `Const`s first) or None;
 `IMPORTS[op](inputs, attrs, const)` returns (jitflow op, inputs, attrs), where `const(i)`

@@ -201,13 +201,15 @@ def test_unary_math_ops_round_trip_in_tensorflows_form(tmp_path):
 
 
 class ArrayOps(jf.Module):
-    """Ops whose sizes TF passes as constant inputs: Tile, BroadcastTo, SplitV, Cumsum."""
+    """Ops whose sizes TF passes as constant inputs (Tile, BroadcastTo, SplitV, Cumsum), and a Reshape to a
+    shape computed at run time (Shape -> StridedSlice -> Pack -> Reshape, as Keras's Flatten writes it)."""
 
     @jf.function(input_signature=[jf.TensorSpec([2, 3], jf.float32)])
     def f(self, x):
         first, rest = jf.split(x, [1, 2], axis=1)
         return {"tile": jf.tile(x, [2, 1]), "broadcast": jf.broadcast_to(x[0], [4, 3]), "first": first,
-                "rest": rest, "cumsum": jf.math.cumsum(x, axis=1, exclusive=True, reverse=True)}
+                "rest": rest, "cumsum": jf.math.cumsum(x, axis=1, exclusive=True, reverse=True),
+                "flat": jf.reshape(x, jf.stack([jf.shape(x)[0], -1]))}  # a shape computed at run time
 
 
 def test_sized_array_ops_round_trip_in_tensorflows_form(tmp_path):
@@ -216,6 +218,8 @@ def test_sized_array_ops_round_trip_in_tensorflows_form(tmp_path):
     nodes = _ops(str(tmp_path / "a"))
     assert [nd.op for nd in nodes if "_jf_native" in nd.attr] == []
     assert {"Tile", "BroadcastTo", "SplitV", "Cumsum"} <= {nd.op for nd in nodes}
+    reshape = next(nd for nd in nodes if nd.op == "Reshape")
+    assert not reshape.input[1].split(":")[0].endswith("/shape")  # fed by the Pack, not a constant
     want = module.f(jf.constant(_UNARY_X))
     got = jf.saved_model.load(str(tmp_path / "a")).f(jf.constant(_UNARY_X))
     for key in want:
@@ -328,7 +332,8 @@ def test_sized_array_ops_cross_both_ways(tmp_path):
         def f(self, x):
             first, rest = tf.split(x, [1, -1], axis=1)
             return {"tile": tf.tile(x, [2, 1]), "broadcast": tf.broadcast_to(x[0], [4, 3]), "first": first,
-                    "rest": rest, "cumsum": tf.math.cumsum(x, axis=1, exclusive=True, reverse=True)}
+                    "rest": rest, "cumsum": tf.math.cumsum(x, axis=1, exclusive=True, reverse=True),
+                    "flat": tf.reshape(x, tf.stack([tf.shape(x)[0], -1]))}
 
     tf.saved_model.save(TFArrayOps(), str(tmp_path / "tf"))
     got = jf.saved_model.load(str(tmp_path / "tf")).f(jf.constant(_UNARY_X))
