@@ -137,8 +137,19 @@ def test_jitflow_runs_its_own_cnn_exports_unchanged(exports):
         np.testing.assert_allclose(out["output_0"].numpy(), want, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
-@pytest.mark.parametrize("name", ["cnn", "embedding", "dilated", "lookup"])
+# The TF ops each fixture holds (so the test shows which of TF's forms it covers).
+FIXTURE_OPS = {
+    "cnn": {"Conv2D", "BiasAdd", "Rsqrt", "MaxPool", "DepthwiseConv2dNative", "AvgPool", "LeakyRelu", "Elu",
+            "Relu6", "Selu", "Pad", "Shape", "StridedSlice", "Pack", "Reshape", "Mean", "Max", "Squeeze", "Softmax"},
+    "embedding": {"GatherV2", "Conv2D", "Reshape"},
+    "dilated": {"SpaceToBatchND", "Conv2D", "DepthwiseConv2dNative", "BatchToSpaceND"},
+    "lookup": {"ResourceGather", "MaxPoolV2"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURE_OPS))
 def test_jitflow_predicts_what_keras_predicts_for_its_exported_cnn(name):
+    assert FIXTURE_OPS[name] <= {nd.op for nd in _ops(os.path.join(FIXTURES, name))}
     expected = json.load(open(os.path.join(FIXTURES, name, "expected.json")))
     x = np.array(expected["x"], dtype=expected["dtype"])
     loaded = jf.saved_model.load(os.path.join(FIXTURES, name))
