@@ -160,23 +160,27 @@ def test_jitflow_predicts_what_keras_predicts_for_its_exported_cnn(name):
     assert len(loaded.variables) > 0 and all(isinstance(v, jf.Variable) for v in loaded.variables)
 
 
-def test_strided_slices_round_trip_in_tensorflows_form(tmp_path):
-    class Slices(jf.Module):
-        @jf.function(input_signature=[jf.TensorSpec([None, 4, 5], jf.float32)])
-        def f(self, x):
-            return {"a": x[:, 1:3, ::2], "b": x[..., -1], "c": x[0, None, :, 4], "d": x[:, ::-1, 1:],
-                    "e": x[1:, 2]}
+def _slices(x):
+    return {"a": x[:, 1:3, ::2], "b": x[..., -1], "c": x[0, None, :, 4], "d": x[:, ::-1, 1:], "e": x[1:, 2],
+            "f": x[-2:, ..., None, 1]}
 
+
+class Slices(jf.Module):
+    @jf.function(input_signature=[jf.TensorSpec([None, 4, 5], jf.float32)])
+    def f(self, x):
+        return _slices(x)
+
+
+def test_strided_slices_round_trip_in_tensorflows_form(tmp_path):
     module = Slices()
     jf.saved_model.save(module, str(tmp_path / "s"))
     nodes = _ops(str(tmp_path / "s"))
     assert [nd.op for nd in nodes if "_jf_native" in nd.attr] == []
     masks = {nd.name.rsplit("/", 1)[-1]: nd for nd in nodes if nd.op == "StridedSlice"}
-    assert len(masks) == 5
+    assert len(masks) == 6
     x = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5)
     got = jf.saved_model.load(str(tmp_path / "s")).f(jf.constant(x))
-    want = {"a": x[:, 1:3, ::2], "b": x[..., -1], "c": x[0, None, :, 4], "d": x[:, ::-1, 1:], "e": x[1:, 2]}
-    for key, value in want.items():
+    for key, value in _slices(x).items():
         np.testing.assert_array_equal(got[key].numpy(), value, err_msg=key)
 
 
@@ -350,3 +354,23 @@ def test_sized_array_ops_cross_both_ways(tmp_path):
     got = jf.saved_model.load(str(tmp_path / "tf")).f(jf.constant(_UNARY_X))
     for key in want:
         np.testing.assert_allclose(got[key].numpy(), want[key].numpy(), err_msg=key)
+
+
+@pytest.mark.tf
+def test_strided_slices_cross_both_ways(tmp_path):
+    tf = pytest.importorskip("tensorflow")
+    x = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5)
+    jf.saved_model.save(Slices(), str(tmp_path / "jf"))
+    got = tf.saved_model.load(str(tmp_path / "jf")).f(tf.constant(x))
+    for key, value in _slices(x).items():
+        np.testing.assert_array_equal(got[key].numpy(), value, err_msg=key)
+
+    class TFSlices(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 4, 5], tf.float32)])
+        def f(self, x):
+            return _slices(x)
+
+    tf.saved_model.save(TFSlices(), str(tmp_path / "tf"))
+    got = jf.saved_model.load(str(tmp_path / "tf")).f(jf.constant(x))
+    for key, value in _slices(x).items():
+        np.testing.assert_array_equal(got[key].numpy(), value, err_msg=key)
