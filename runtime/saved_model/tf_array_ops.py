@@ -22,7 +22,7 @@ def _ints(value: Any) -> List[int]:
 
 def _export_sized(input_name: str, attr: str, index_type: str):
     """`Tile`/`BroadcastTo`: the input, then the static sizes as an int32 `Const`."""
-    def export(nd, node, inputs, const_input) -> bool:
+    def export(nd, node, inputs, const_input, new_node) -> bool:
         nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
         nd.attr[index_type].type = _dt.int32.tf_enum
         nd.input.extend([inputs[0], const_input(input_name, list(node.attrs[attr]))])
@@ -30,7 +30,7 @@ def _export_sized(input_name: str, attr: str, index_type: str):
     return export
 
 
-def _export_split(nd, node, inputs, const_input) -> bool:
+def _export_split(nd, node, inputs, const_input, new_node) -> bool:
     sizes = list(node.attrs["size_splits"])
     nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
     nd.attr["Tlen"].type = _dt.int64.tf_enum
@@ -40,7 +40,7 @@ def _export_split(nd, node, inputs, const_input) -> bool:
     return True
 
 
-def _export_cumsum(nd, node, inputs, const_input) -> bool:
+def _export_cumsum(nd, node, inputs, const_input, new_node) -> bool:
     a = node.attrs
     nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
     nd.attr["Tidx"].type = _dt.int32.tf_enum

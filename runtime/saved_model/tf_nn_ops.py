@@ -49,7 +49,7 @@ def _window(nd, node, with_dilations: bool) -> None:
         _ints(nd, "dilations", a.get("dilations") or (1, 1, 1, 1))
 
 
-def _export_conv2d(nd, node, inputs, const_input) -> bool:
+def _export_conv2d(nd, node, inputs, const_input, new_node) -> bool:
     _window(nd, node, with_dilations=True)
     nd.attr["use_cudnn_on_gpu"].b = True
     _ints(nd, "explicit_paddings", [])
@@ -57,7 +57,7 @@ def _export_conv2d(nd, node, inputs, const_input) -> bool:
     return True
 
 
-def _export_depthwise(nd, node, inputs, const_input) -> bool:
+def _export_depthwise(nd, node, inputs, const_input, new_node) -> bool:
     _window(nd, node, with_dilations=True)
     _ints(nd, "explicit_paddings", [])
     nd.input.extend(inputs)
@@ -65,7 +65,7 @@ def _export_depthwise(nd, node, inputs, const_input) -> bool:
 
 
 def _export_pool(explicit_paddings: bool):
-    def export(nd, node, inputs, const_input) -> bool:
+    def export(nd, node, inputs, const_input, new_node) -> bool:
         _window(nd, node, with_dilations=False)
         _ints(nd, "ksize", node.attrs["ksize"])
         if explicit_paddings:  # MaxPool declares it, AvgPool does not
@@ -75,21 +75,21 @@ def _export_pool(explicit_paddings: bool):
     return export
 
 
-def _export_bias_add(nd, node, inputs, const_input) -> bool:
+def _export_bias_add(nd, node, inputs, const_input, new_node) -> bool:
     nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
     nd.attr["data_format"].s = b"NHWC"
     nd.input.extend(inputs)
     return True
 
 
-def _export_leaky_relu(nd, node, inputs, const_input) -> bool:
+def _export_leaky_relu(nd, node, inputs, const_input, new_node) -> bool:
     nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
     nd.attr["alpha"].f = float(node.attrs.get("alpha", 0.2))
     nd.input.extend(inputs)
     return True
 
 
-def _export_unary(nd, node, inputs, const_input) -> bool:
+def _export_unary(nd, node, inputs, const_input, new_node) -> bool:
     nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
     nd.input.extend(inputs)
     return True
@@ -99,15 +99,16 @@ _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_ax
 
 
 def _index_to_tf(index: Sequence[Tuple[Any, ...]]):
-    """jitflow's index spec -> (begin, end, strides, masks), or None if a bound is a run-time tensor."""
-    begin, end, strides = [], [], []
+    """jitflow's index spec -> (begin, end, strides, masks); an entry is an int or `_RUNTIME` for the next
+    run-time bound (jitflow feeds those as extra scalar inputs, in spec order)."""
+    begin: List[Any] = []
+    end: List[Any] = []
+    strides: List[Any] = []
     masks = dict.fromkeys(_MASKS, 0)
     for i, (kind, *args) in enumerate(index):
         bit = 1 << i
         if kind == "slice":
-            start, stop, step = args
-            if "?" in (start, stop, step):
-                return None
+            start, stop, step = (_RUNTIME if v == "?" else v for v in args)
             begin.append(0 if start is None else start)
             end.append(0 if stop is None else stop)
             strides.append(1 if step is None else step)
@@ -118,28 +119,57 @@ def _index_to_tf(index: Sequence[Tuple[Any, ...]]):
             end.append(args[0] + 1)  # -1 + 1 == 0: TF reads only begin for a shrunk axis, as Python's x[-1]
             strides.append(1)
             masks["shrink_axis_mask"] |= bit
-        elif kind in ("newaxis", "ellipsis"):
+        elif kind == "dyn":  # x[n] with a tensor n: TF ignores end on a shrunk axis
+            begin.append(_RUNTIME)
+            end.append(_SAME_AS_BEGIN)
+            strides.append(1)
+            masks["shrink_axis_mask"] |= bit
+        else:  # "newaxis", "ellipsis"
             begin.append(0)
             end.append(0)
             strides.append(1)
             masks["new_axis_mask" if kind == "newaxis" else "ellipsis_mask"] |= bit
-        else:  # "dyn": a run-time index
-            return None
     return begin, end, strides, masks
 
 
-def _export_strided_slice(nd, node, inputs, const_input) -> bool:
-    translated = _index_to_tf(node.attrs["index"])
-    if translated is None or len(node.inputs) != 1:
-        return False
-    begin, end, strides, masks = translated
+_RUNTIME, _SAME_AS_BEGIN = object(), object()
+
+
+def _export_strided_slice(nd, node, inputs, const_input, new_node) -> bool:
+    begin, end, strides, masks = _index_to_tf(node.attrs["index"])
+    runtime = list(zip(node.inputs[1:], inputs[1:]))  # (tensor, ref) of each run-time bound, in spec order
+    kinds = {t._dtype for t, _ in runtime}
+    if len(kinds) > 1 or kinds - {_dt.int32, _dt.int64} or any(t._dims not in ((), None) for t, _ in runtime):
+        return False  # TF's Pack needs one index type
+    index_dtype = kinds.pop() if kinds else _dt.int32
+    fed = iter(ref for _, ref in runtime)
+    vectors = [list(begin), list(end), list(strides)]
+    for j in range(len(begin)):  # jitflow fed the bounds per entry: start, stop, step
+        for vec in vectors:
+            if vec[j] is _RUNTIME:
+                vec[j] = next(fed)
+    vectors[1] = [b if e is _SAME_AS_BEGIN else e for b, e in zip(vectors[0], vectors[1])]
+    refs = [_pack(new_node, const_input, suffix, values, index_dtype)
+            for suffix, values in zip(("stack", "stack_1", "stack_2"), vectors)]
     nd.attr["T"].type = node.inputs[0]._dtype.tf_enum
-    nd.attr["Index"].type = _dt.int32.tf_enum
+    nd.attr["Index"].type = index_dtype.tf_enum
     for key in _MASKS:
         nd.attr[key].i = masks[key]
-    nd.input.extend([inputs[0], const_input("stack", begin), const_input("stack_1", end),
-                     const_input("stack_2", strides)])
+    nd.input.extend([inputs[0], *refs])
     return True
+
+
+def _pack(new_node, const_input, suffix: str, values: List[Any], dtype: _dt.DType) -> str:
+    """A 1-D index vector: a `Const` when every entry is static, else TF's `Pack` of scalars."""
+    if all(not isinstance(v, str) for v in values):
+        return const_input(suffix, values, dtype)
+    pack = new_node(suffix, "Pack")
+    for j, v in enumerate(values):
+        pack.input.append(v if isinstance(v, str) else const_input(f"{suffix}/{j}", int(v), dtype))
+    pack.attr["T"].type = dtype.tf_enum
+    pack.attr["N"].i = len(values)
+    pack.attr["axis"].i = 0
+    return f"{pack.name}:output:0"
 
 
 EXPORTS: Dict[str, Callable[..., bool]] = {
@@ -186,9 +216,19 @@ def _import_bias_add(inputs, attrs, const):
     return "BiasAdd", inputs, {"data_format": "NHWC"}
 
 
-def _index_from_tf(begin, end, strides, attrs: Dict[str, Any]) -> Tuple[Tuple[Any, ...], ...]:
+def _index_from_tf(begin, end, strides, attrs: Dict[str, Any]) -> Tuple[Tuple[Tuple[Any, ...], ...], List[Any]]:
+    """TF's begin/end/strides (entries: ints, or scalar tensors when computed at run time) and masks ->
+    jitflow's index spec and its run-time bounds (in the order jitflow's StridedSlice takes them)."""
     masks = {key: int(attrs.get(key) or 0) for key in _MASKS}
     spec: List[Tuple[Any, ...]] = []
+    dynamic: List[Any] = []
+
+    def bound(value: Any) -> Any:
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+        dynamic.append(value)
+        return "?"
+
     for i in range(len(begin)):
         bit = 1 << i
         if masks["ellipsis_mask"] & bit:
@@ -196,22 +236,37 @@ def _index_from_tf(begin, end, strides, attrs: Dict[str, Any]) -> Tuple[Tuple[An
         elif masks["new_axis_mask"] & bit:
             spec.append(("newaxis",))
         elif masks["shrink_axis_mask"] & bit:
-            spec.append(("int", int(begin[i])))
+            spec.append(("int", int(begin[i])) if isinstance(begin[i], (int, np.integer)) else ("dyn",))
+            if spec[-1] == ("dyn",):
+                dynamic.append(begin[i])
         else:
-            step = int(strides[i])
-            if step == 0:
+            if isinstance(strides[i], (int, np.integer)) and int(strides[i]) == 0:
                 raise ValueError("StridedSlice: input strides holds a 0; strides must be non-zero")
-            spec.append(("slice", None if masks["begin_mask"] & bit else int(begin[i]),
-                         None if masks["end_mask"] & bit else int(end[i]), step))
-    return tuple(spec)
+            start = None if masks["begin_mask"] & bit else bound(begin[i])
+            stop = None if masks["end_mask"] & bit else bound(end[i])
+            spec.append(("slice", start, stop, bound(strides[i])))
+    return tuple(spec), dynamic
+
+
+def _index_vector(inputs: List[Any], const, i: int) -> List[Any]:
+    """Input i of a StridedSlice as a list: ints when it is a constant, else one scalar tensor per entry."""
+    try:
+        return [int(v) for v in np.atleast_1d(const(i))]
+    except ValueError:  # computed at run time (a Pack of scalars, say)
+        dims = inputs[i]._dims
+        if dims is None or len(dims) != 1 or dims[0] is None:
+            raise ValueError(f"StridedSlice: input {i} is computed at run time and has the shape {dims}; jitflow "
+                             "needs its length") from None
+        return [registry.apply("StridedSlice", [inputs[i]], {"index": (("int", j),)})[0] for j in range(dims[0])]
 
 
 def _import_strided_slice(inputs, attrs, const):
-    begin, end, strides = (np.atleast_1d(const(i)) for i in (1, 2, 3))
+    begin, end, strides = (_index_vector(inputs, const, i) for i in (1, 2, 3))
     if not len(begin) == len(end) == len(strides):
         raise ValueError(f"StridedSlice: begin, end and strides must have one length; got {len(begin)}, "
                          f"{len(end)} and {len(strides)}")
-    return "StridedSlice", [inputs[0]], {"index": _index_from_tf(begin, end, strides, attrs)}
+    spec, dynamic = _index_from_tf(begin, end, strides, attrs)
+    return "StridedSlice", [inputs[0], *dynamic], {"index": spec}
 
 
 IMPORTS: Dict[str, Callable] = {

@@ -79,8 +79,13 @@ def export(node: Any, inputs: List[str], unique: Callable[[str], str]) -> Option
         extra.append(c)
         return f"{c.name}:output:0"
 
+    def new_node(suffix: str, op: str) -> "node_def_pb2.NodeDef":  # a helper node the row fills in
+        helper = node_def_pb2.NodeDef(name=unique(f"{node.name}/{suffix}"), op=op)
+        extra.append(helper)
+        return helper
+
     if op in _EXPORT_TABLES:
-        if not _EXPORT_TABLES[op](nd, node, inputs, const_input):
+        if not _EXPORT_TABLES[op](nd, node, inputs, const_input, new_node):
             return None
     elif op in _ELEMENTWISE_T:
         nd.attr["T"].type = dtypes[-1].tf_enum

@@ -171,6 +171,29 @@ class Slices(jf.Module):
         return _slices(x)
 
 
+def _run_time_slices(x, n):
+    return {"g": x[:, :n], "h": x[n], "i": x[:, 1, n:n + 2:1]}
+
+
+class RunTimeSlices(jf.Module):
+    @jf.function(input_signature=[jf.TensorSpec([None, 4, 5], jf.float32), jf.TensorSpec([], jf.int32)])
+    def f(self, x, n):
+        return _run_time_slices(x, n)
+
+
+def test_slices_with_run_time_bounds_round_trip_in_tensorflows_form(tmp_path):
+    jf.saved_model.save(RunTimeSlices(), str(tmp_path / "r"))
+    nodes = _ops(str(tmp_path / "r"))
+    assert [nd.op for nd in nodes if "_jf_native" in nd.attr] == []
+    assert sum(nd.op == "StridedSlice" for nd in nodes) == 3 and any(nd.op == "Pack" for nd in nodes)
+    x = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5)
+    loaded = jf.saved_model.load(str(tmp_path / "r"))
+    for n in (1, 2):
+        got = loaded.f(jf.constant(x), jf.constant(n))
+        for key, value in _run_time_slices(x, n).items():
+            np.testing.assert_array_equal(got[key].numpy(), value, err_msg=f"{key}, n={n}")
+
+
 def test_strided_slices_round_trip_in_tensorflows_form(tmp_path):
     module = Slices()
     jf.saved_model.save(module, str(tmp_path / "s"))
@@ -374,3 +397,19 @@ def test_strided_slices_cross_both_ways(tmp_path):
     got = jf.saved_model.load(str(tmp_path / "tf")).f(jf.constant(x))
     for key, value in _slices(x).items():
         np.testing.assert_array_equal(got[key].numpy(), value, err_msg=key)
+
+    jf.saved_model.save(RunTimeSlices(), str(tmp_path / "jf_r"))
+    loaded = tf.saved_model.load(str(tmp_path / "jf_r"))
+
+    class TFRunTimeSlices(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 4, 5], tf.float32), tf.TensorSpec([], tf.int32)])
+        def f(self, x, n):
+            return _run_time_slices(x, n)
+
+    tf.saved_model.save(TFRunTimeSlices(), str(tmp_path / "tf_r"))
+    from_tf = jf.saved_model.load(str(tmp_path / "tf_r"))
+    for n in (1, 2):
+        want = _run_time_slices(x, n)
+        for got in (loaded.f(tf.constant(x), tf.constant(n)), from_tf.f(jf.constant(x), jf.constant(n))):
+            for key, value in want.items():
+                np.testing.assert_array_equal(got[key].numpy(), value, err_msg=f"{key}, n={n}")
