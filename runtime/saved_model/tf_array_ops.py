@@ -2,7 +2,7 @@
 
 jitflow keeps their sizes as static attrs (`Tile`'s `multiples`, `BroadcastTo`'s `shape`,
 `SplitV`'s `size_splits` and `axis`, `Cumsum`'s `axis`); TensorFlow passes them as constant
-inputs. Same protocol as `tf_nn_ops`: `EXPORTS[op](nd, node, inputs, const_input)` fills TF's
+inputs. Same protocol as `tf_nn_ops`: `EXPORTS[op](nd, node, inputs, const_input, new_node)` fills TF's
 NodeDef, `IMPORTS[op](inputs, attrs, const)` returns (jitflow op, inputs, attrs).
 """
 from __future__ import annotations

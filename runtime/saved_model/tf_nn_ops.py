@@ -6,15 +6,17 @@ TF's names with TF's attrs (NHWC, 4-int `strides`/`ksize`/`dilations`), so the e
 every attr TF's OpDef declares (`T`, `data_format`, `explicit_paddings`, `use_cudnn_on_gpu`,
 ...) and the import reads them back, refusing what jitflow cannot run (NCHW, `EXPLICIT`
 padding) with an error that names the node's attr. jitflow's `StridedSlice` keeps the index
-as a spec (`("slice", 1, None, 2)`, `("int", 0)`, ...) where TF passes begin/end/strides
-inputs and five bit masks; `_index_to_tf`/`_index_from_tf` translate.
+as a spec (`("slice", 1, None, 2)`, `("int", 0)`, ...) with run-time bounds as extra scalar
+inputs, where TF passes begin/end/strides inputs (a `Pack` of scalars when a bound is a tensor)
+and five bit masks; `_index_to_tf`/`_index_from_tf` translate.
 
 TF ops jitflow has no single op for (`Relu6`, `Selu`, `ResourceGather`, a
 `MaxPoolV2` with constant sizes, and the `SpaceToBatchND`/`BatchToSpaceND` pair TF wraps
 around a dilated convolution) import as a few jitflow ops (`COMPOSITES`).
 
-`EXPORTS[op](nd, node, inputs, const_input)` fills TF's NodeDef `nd` and returns False when
-the node has no TF form; `IMPORTS[op](inputs, attrs, const)` returns (jitflow op, inputs,
+`EXPORTS[op](nd, node, inputs, const_input, new_node)` fills TF's NodeDef `nd` (adding `Const`s
+and helper nodes such as a `Pack` of run-time slice bounds) and returns False when the node has
+no TF form; `IMPORTS[op](inputs, attrs, const)` returns (jitflow op, inputs,
 attrs); `COMPOSITES[op](inputs, attrs, const, name)` returns the output tensors.
 """
 from __future__ import annotations
