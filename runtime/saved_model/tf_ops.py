@@ -20,7 +20,7 @@ import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.saved_model import attrs as _attrs
-from jitflow.runtime.saved_model import tf_array_ops, tf_nn_ops
+from jitflow.runtime.saved_model import tf_array_ops, tf_composites, tf_nn_ops
 from jitflow.runtime.saved_model.protos import node_def_pb2
 
 NATIVE = "_jf_native"
@@ -330,5 +330,5 @@ IMPORTS: Dict[str, Callable] = {
 }
 IMPORTS.update(tf_nn_ops.IMPORTS)
 IMPORTS.update(tf_array_ops.IMPORTS)
-COMPOSITES = tf_nn_ops.COMPOSITES  # one TF op replayed as a few jitflow ops
+COMPOSITES = tf_composites.COMPOSITES  # one TF op replayed as a few jitflow ops
 TF_ONLY = {"StringFormat", "NoOp"}  # handled by the replayer itself
