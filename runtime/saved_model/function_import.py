@@ -128,8 +128,18 @@ class Library:
         if nd.op == "StringFormat":
             return [tf_ops.FormattedString(inputs, attrs.get("template", "%s"), attrs.get("placeholder", "{}"),
                                            int(attrs.get("summarize", 3)))]
-        if not native and nd.op in tf_ops.IMPORTS:
-            op, inputs, attrs = tf_ops.IMPORTS[nd.op](inputs, attrs, const)
+        if not native and (nd.op in tf_ops.COMPOSITES or nd.op in tf_ops.IMPORTS):
+            try:
+                if nd.op in tf_ops.COMPOSITES:
+                    return list(tf_ops.COMPOSITES[nd.op](inputs, attrs, const, nd.name.rsplit("/", 1)[-1]))
+                op, inputs, attrs = tf_ops.IMPORTS[nd.op](inputs, attrs, const)
+            except UnsupportedOpError:
+                raise
+            except KeyError as e:  # TF's NodeDef lacks an attr its OpDef requires
+                raise UnsupportedOpError(f"cannot load function {fname!r}: its node {nd.name!r} ({nd.op}) has no "
+                                         f"attr {e.args[0]!r}") from None
+            except ValueError as e:  # a form jitflow does not run (NCHW, EXPLICIT padding, ...)
+                raise UnsupportedOpError(f"cannot load function {fname!r}: its node {nd.name!r}: {e}") from None
             return list(registry.apply(op, inputs, attrs, name=nd.name.rsplit("/", 1)[-1]))
         if nd.op == "If":
             n_then = attrs["n_then"]
@@ -167,7 +177,7 @@ def _supported(nd) -> bool:
         return True
     if tf_ops.NATIVE in nd.attr:
         return nd.op in registry.OPS
-    return nd.op in tf_ops.IMPORTS
+    return nd.op in tf_ops.IMPORTS or nd.op in tf_ops.COMPOSITES
 
 
 def _topological(fdef) -> List[Any]:

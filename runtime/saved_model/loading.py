@@ -377,6 +377,11 @@ def load(export_dir: str, tags: Optional[Sequence[str]] = None, options: Any = N
             elif isinstance(parent, Loaded):
                 if child.local_name == "signatures" and isinstance(value, _Signatures):
                     object.__setattr__(parent, "signatures", value)
+                elif isinstance(getattr(type(parent), child.local_name, None), property):
+                    # Keras's export saves lists named `variables`, `trainable_variables`, ...: kept as
+                    # children (the checkpoint reaches the variables through them); the Module
+                    # properties of the same names still answer, with the same variables.
+                    parent.__dict__[child.local_name] = value
                 else:
                     object.__setattr__(parent, child.local_name, value)
     root = objects[0]

