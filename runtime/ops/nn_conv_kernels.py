@@ -1,10 +1,12 @@
 """CPU kernels (numba) and numpy reference kernels of the convolution and pooling ops.
 
-Convolution is im2col + BLAS: a compiled loop copies every receptive field into one row
-of a (N·OH·OW, KH·KW·C) matrix, and one `np.dot` with the (KH·KW·C, O) filter does the
-arithmetic at BLAS speed. Its gradients reuse the same matrix: the filter gradient is
-`colsᵀ · dy`, the input gradient is `dy · Wᵀ` scattered back by col2im. A 1×1 stride-1
-convolution skips im2col (the input already is the matrix).
+Convolution is im2col + BLAS (`conv_cpu`): a compiled loop copies every receptive field
+into one row of a (rows, KH·KW·C) matrix, a cache-sized block of images at a time, and
+`np.dot` with the (KH·KW·C, O) filter does the arithmetic at BLAS speed, the blocks
+spread over the CPU's cores. Its gradients reuse the same matrix: the filter gradient is
+`dyᵀ · cols`, the input gradient is `dy · Wᵀ` scattered back by col2im. A 1×1 stride-1
+convolution skips im2col (the input already is the matrix); a receptive field of a few
+elements loops directly.
 
 The reference kernels are written differently on purpose (a sum over filter taps of
 strided slices of the padded input, in plain numpy), so the fast kernels are checked
@@ -23,7 +25,9 @@ from typing import Sequence, Tuple
 import numpy as np
 from jitflow.runtime.core.lazyjit import njit
 
+from jitflow.runtime.ops import conv_cpu as C
 from jitflow.runtime.ops import cpu_kernels as K
+from jitflow.runtime.ops import cpu_parallel
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 
@@ -52,168 +56,66 @@ def _wide(x: np.ndarray) -> np.ndarray:
     return x.astype(F32) if x.dtype == F16 else x
 
 
-# -- im2col / col2im -------------------------------------------------------------------------------
-@njit(cache=True)
-def im2col(x, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols):
-    n_, h_, w_, c_ = x.shape
-    for n in range(n_):
-        for i in range(oh):
-            for j in range(ow):
-                row = (n * oh + i) * ow + j
-                for a in range(kh):
-                    y = i * sh - pt + a * dh
-                    for b in range(kw):
-                        xx = j * sw - pl + b * dw
-                        base = (a * kw + b) * c_
-                        if 0 <= y < h_ and 0 <= xx < w_:
-                            for c in range(c_):
-                                cols[row, base + c] = x[n, y, xx, c]
-                        else:
-                            for c in range(c_):
-                                cols[row, base + c] = 0
+# -- Conv2D (im2col + BLAS in blocks, threaded: `conv_cpu`) -----------------------------------------------
+def _geometry(in_hw, kh: int, kw: int, strides, dilations, padding) -> C.Geometry:
+    oh, ow, pt, pl = geometry(in_hw, (kh, kw), strides, dilations, padding)
+    return (kh, kw, strides[1], strides[2], dilations[1], dilations[2], pt, pl, oh, ow)
 
 
-@njit(cache=True)
-def col2im(cols, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, out):
-    n_, h_, w_, c_ = out.shape
-    for n in range(n_):
-        for i in range(oh):
-            for j in range(ow):
-                row = (n * oh + i) * ow + j
-                for a in range(kh):
-                    y = i * sh - pt + a * dh
-                    if y < 0 or y >= h_:
-                        continue
-                    for b in range(kw):
-                        xx = j * sw - pl + b * dw
-                        if xx < 0 or xx >= w_:
-                            continue
-                        base = (a * kw + b) * c_
-                        for c in range(c_):
-                            out[n, y, xx, c] += cols[row, base + c]
-
-
-# Receptive fields this small (a first layer on 1-3 channels) make im2col a tall, thin
-# matrix: BLAS gains nothing on a K of 9 and the copy dominates, so loop directly, the
-# output channels innermost (contiguous, vectorised).
-DIRECT_MAX_K = 32
-
-
-@njit(cache=True)
-def conv_direct(x, w, sh, sw, dh, dw, pt, pl, oh, ow, out):
-    n_, h_, w_, c_ = x.shape
-    kh, kw, _, o_ = w.shape
-    for n in range(n_):
-        for i in range(oh):
-            for j in range(ow):
-                for a in range(kh):
-                    y = i * sh - pt + a * dh
-                    if y < 0 or y >= h_:
-                        continue
-                    for b in range(kw):
-                        xx = j * sw - pl + b * dw
-                        if xx < 0 or xx >= w_:
-                            continue
-                        for c in range(c_):
-                            v = x[n, y, xx, c]
-                            for o in range(o_):
-                                out[n, i, j, o] += v * w[a, b, c, o]
-
-
-@njit(cache=True)
-def conv_filter_direct(x, g, sh, sw, dh, dw, pt, pl, out):
-    n_, h_, w_, c_ = x.shape
-    _, oh, ow, o_ = g.shape
-    kh, kw = out.shape[0], out.shape[1]
-    for n in range(n_):
-        for i in range(oh):
-            for j in range(ow):
-                for a in range(kh):
-                    y = i * sh - pt + a * dh
-                    if y < 0 or y >= h_:
-                        continue
-                    for b in range(kw):
-                        xx = j * sw - pl + b * dw
-                        if xx < 0 or xx >= w_:
-                            continue
-                        for c in range(c_):
-                            v = x[n, y, xx, c]
-                            for o in range(o_):
-                                out[a, b, c, o] += v * g[n, i, j, o]
+def _is_pointwise(kh, kw, strides) -> bool:
+    """A 1×1 stride-1 convolution: the input already is the `cols` matrix."""
+    return kh == 1 and kw == 1 and strides[1] == strides[2] == 1
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b through numba's BLAS binding (scipy's BLAS), as the MatMul kernel does; numpy's
-    threaded BLAS thrashes on a loaded machine and is slow on tall, thin transposed operands."""
+    """a @ b through numba's BLAS binding (scipy's BLAS), as the MatMul kernel does."""
     if a.shape[0] == 0 or b.shape[1] == 0 or a.shape[1] == 0:
         return np.zeros((a.shape[0], b.shape[1]), np.result_type(a, b))
     return K.matmul_float_2d(a, b)
 
 
-def _is_pointwise(kh, kw, strides, dilations, padding) -> bool:
-    return kh == 1 and kw == 1 and strides[1] == strides[2] == 1
-
-
-def _columns(x: np.ndarray, kh: int, kw: int, strides, dilations, padding) -> Tuple[np.ndarray, int, int]:
-    n, h, w, c = x.shape
-    oh, ow, pt, pl = geometry((h, w), (kh, kw), strides, dilations, padding)
-    if _is_pointwise(kh, kw, strides, dilations, padding):
-        return np.ascontiguousarray(x).reshape(n * h * w, c), oh, ow
-    cols = np.empty((n * oh * ow, kh * kw * c), x.dtype)
-    if cols.size:
-        im2col(np.ascontiguousarray(x), kh, kw, strides[1], strides[2], dilations[1], dilations[2], pt, pl,
-               oh, ow, cols)
-    return cols, oh, ow
-
-
-# -- Conv2D ----------------------------------------------------------------------------------------
 def conv2d(x, filter, strides, padding, dilations, data_format="NHWC"):  # noqa: A002 - TF's argument name
     dtype = x.dtype
-    x, w = _wide(x), _wide(filter)
+    x, w = np.ascontiguousarray(_wide(x)), _wide(filter)
     kh, kw, c, o = w.shape
-    if kh * kw * c <= DIRECT_MAX_K and not _is_pointwise(kh, kw, strides, dilations, padding):
-        oh, ow, pt, pl = geometry(x.shape[1:3], (kh, kw), strides, dilations, padding)
-        out = np.zeros((x.shape[0], oh, ow, o), x.dtype)
-        if out.size:
-            conv_direct(np.ascontiguousarray(x), np.ascontiguousarray(w), strides[1], strides[2], dilations[1],
-                        dilations[2], pt, pl, oh, ow, out)
-        return out.astype(dtype, copy=False)
-    cols, oh, ow = _columns(x, kh, kw, strides, dilations, padding)
-    out = _dot(cols, np.ascontiguousarray(w).reshape(kh * kw * c, o))
-    return out.reshape(x.shape[0], oh, ow, o).astype(dtype, copy=False)
+    w2d = np.ascontiguousarray(w).reshape(kh * kw * c, o)
+    n, h, wd, _ = x.shape
+    if _is_pointwise(kh, kw, strides):
+        return _dot(x.reshape(n * h * wd, c), w2d).reshape(n, h, wd, o).astype(dtype, copy=False)
+    g = _geometry((h, wd), kh, kw, strides, dilations, padding)
+    if n * g[8] * g[9] * o == 0 or c == 0:
+        return np.zeros((n, g[8], g[9], o), dtype)
+    return C.forward(x, w2d, g).astype(dtype, copy=False)
 
 
 def conv2d_backprop_input(filter, out_backprop, input_sizes, strides, padding, dilations, data_format="NHWC"):  # noqa: A002
     dtype = out_backprop.dtype
-    w, dy = _wide(filter), _wide(out_backprop)
+    w, dy = _wide(filter), np.ascontiguousarray(_wide(out_backprop))
     n = dy.shape[0]
     h, wd, c = (int(d) for d in input_sizes[1:])
     kh, kw, _, o = w.shape
-    oh, ow, pt, pl = geometry((h, wd), (kh, kw), strides, dilations, padding)
-    cols = _dot(np.ascontiguousarray(dy).reshape(n * oh * ow, o), np.ascontiguousarray(w).reshape(kh * kw * c, o).T)
-    if _is_pointwise(kh, kw, strides, dilations, padding):
-        return cols.reshape(n, h, wd, c).astype(dtype, copy=False)
-    out = np.zeros((n, h, wd, c), cols.dtype)
-    if cols.size:
-        col2im(cols, kh, kw, strides[1], strides[2], dilations[1], dilations[2], pt, pl, oh, ow, out)
-    return out.astype(dtype, copy=False)
+    w2d = np.ascontiguousarray(w).reshape(kh * kw * c, o)
+    if _is_pointwise(kh, kw, strides):
+        return _dot(dy.reshape(n * h * wd, o), w2d.T).reshape(n, h, wd, c).astype(dtype, copy=False)
+    g = _geometry((h, wd), kh, kw, strides, dilations, padding)
+    if dy.size == 0 or c == 0:
+        return np.zeros((n, h, wd, c), dtype)
+    return C.input_grad(dy, w2d, (h, wd, c), g).astype(dtype, copy=False)
 
 
 def conv2d_backprop_filter(x, out_backprop, filter_sizes, strides, padding, dilations, data_format="NHWC"):
     dtype = x.dtype
-    x, dy = _wide(x), _wide(out_backprop)
+    x, dy = np.ascontiguousarray(_wide(x)), np.ascontiguousarray(_wide(out_backprop))
     kh, kw, c, o = (int(d) for d in filter_sizes)
-    if kh * kw * c <= DIRECT_MAX_K and not _is_pointwise(kh, kw, strides, dilations, padding):
-        _, _, pt, pl = geometry(x.shape[1:3], (kh, kw), strides, dilations, padding)
-        out = np.zeros((kh, kw, c, o), x.dtype)
-        if dy.size:
-            conv_filter_direct(np.ascontiguousarray(x), np.ascontiguousarray(dy), strides[1], strides[2],
-                               dilations[1], dilations[2], pt, pl, out)
-        return out.astype(dtype, copy=False)
-    cols, oh, ow = _columns(x, kh, kw, strides, dilations, padding)
-    # (dyᵀ · cols)ᵀ: BLAS's fast shape (a short, wide left operand) for the usual tall cols.
-    dw = _dot(np.ascontiguousarray(dy).reshape(-1, o).T, cols).T
-    return np.ascontiguousarray(dw).reshape(kh, kw, c, o).astype(dtype, copy=False)
+    n, h, wd, _ = x.shape
+    if _is_pointwise(kh, kw, strides):
+        # (dyᵀ · x)ᵀ: BLAS's fast shape (a short, wide left operand) for a tall x.
+        dw = _dot(dy.reshape(-1, o).T, x.reshape(n * h * wd, c)).T
+        return np.ascontiguousarray(dw).reshape(kh, kw, c, o).astype(dtype, copy=False)
+    g = _geometry((h, wd), kh, kw, strides, dilations, padding)
+    if dy.size == 0 or kh * kw * c * o == 0:
+        return np.zeros((kh, kw, c, o), dtype)
+    return C.filter_grad(x, dy, kh * kw * c, g).reshape(kh, kw, c, o).astype(dtype, copy=False)
 
 
 # -- reference convolution: a sum over taps of strided slices of the padded input -------------------
@@ -269,11 +171,11 @@ def conv2d_backprop_filter_ref(x, out_backprop, filter_sizes, strides, padding, 
     return out.astype(x.dtype)
 
 
-# -- pooling (ksize/strides are NHWC 4-tuples) -------------------------------------------------------
-@njit(cache=True)
-def _max_pool(x, kh, kw, sh, sw, pt, pl, oh, ow, out):
-    n_, h_, w_, c_ = x.shape
-    for n in range(n_):
+# -- pooling (ksize/strides are NHWC 4-tuples); images n0..n1 per call, a range per thread --------------
+@njit(cache=True, nogil=True)
+def _max_pool(x, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
+    _, h_, w_, c_ = x.shape
+    for n in range(n0, n1):
         for i in range(oh):
             for j in range(ow):
                 for c in range(c_):
@@ -292,18 +194,20 @@ def _max_pool(x, kh, kw, sh, sw, pt, pl, oh, ow, out):
                                 out[n, i, j, c] = v
 
 
-@njit(cache=True)
-def _max_pool_grad(x, g, kh, kw, sh, sw, pt, pl, oh, ow, out):
+@njit(cache=True, nogil=True)
+def _max_pool_grad(x, g, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
     # The gradient goes to the first maximum of each window in row-major order (as TF);
-    # channels innermost, with the running maximum and its position per channel.
-    n_, h_, w_, c_ = x.shape
+    # channels innermost, with the running maximum and its row and column per channel.
+    _, h_, w_, c_ = x.shape
     best = np.empty(c_, x.dtype)
-    at = np.empty(c_, np.int64)
-    for n in range(n_):
+    at_y = np.empty(c_, np.int64)
+    at_x = np.empty(c_, np.int64)
+    for n in range(n0, n1):
+        out[n] = 0
         for i in range(oh):
             for j in range(ow):
                 for c in range(c_):
-                    at[c] = -1
+                    at_y[c] = -1
                 for a in range(kh):
                     y = i * sh - pt + a
                     if y < 0 or y >= h_:
@@ -314,18 +218,19 @@ def _max_pool_grad(x, g, kh, kw, sh, sw, pt, pl, oh, ow, out):
                             continue
                         for c in range(c_):
                             v = x[n, y, xx, c]
-                            if at[c] < 0 or v > best[c]:
+                            if at_y[c] < 0 or v > best[c]:
                                 best[c] = v
-                                at[c] = y * w_ + xx
+                                at_y[c] = y
+                                at_x[c] = xx
                 for c in range(c_):
-                    if at[c] >= 0:
-                        out[n, at[c] // w_, at[c] % w_, c] += g[n, i, j, c]
+                    if at_y[c] >= 0:
+                        out[n, at_y[c], at_x[c], c] += g[n, i, j, c]
 
 
-@njit(cache=True)
-def _avg_pool(x, kh, kw, sh, sw, pt, pl, oh, ow, out):
-    n_, h_, w_, c_ = x.shape
-    for n in range(n_):
+@njit(cache=True, nogil=True)
+def _avg_pool(x, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
+    _, h_, w_, c_ = x.shape
+    for n in range(n0, n1):
         for i in range(oh):
             y0, y1 = max(i * sh - pt, 0), min(i * sh - pt + kh, h_)
             for j in range(ow):
@@ -341,10 +246,11 @@ def _avg_pool(x, kh, kw, sh, sw, pt, pl, oh, ow, out):
                     out[n, i, j, c] /= count
 
 
-@njit(cache=True)
-def _avg_pool_grad(g, kh, kw, sh, sw, pt, pl, oh, ow, out):
-    n_, h_, w_, c_ = out.shape
-    for n in range(n_):
+@njit(cache=True, nogil=True)
+def _avg_pool_grad(g, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
+    _, h_, w_, c_ = out.shape
+    for n in range(n0, n1):
+        out[n] = 0
         for i in range(oh):
             y0, y1 = max(i * sh - pt, 0), min(i * sh - pt + kh, h_)
             for j in range(ow):
@@ -360,13 +266,19 @@ def _pool_geometry(shape, ksize, strides, padding):
     return geometry(shape[1:3], ksize[1:3], strides, (1, 1, 1, 1), padding)
 
 
+def _per_image(kernel, first, n, *args) -> None:
+    """`kernel(first, n0, n1, *args)` over the batch, a range of images per thread."""
+    if n:
+        cpu_parallel.run(lambda n0, n1: kernel(first, n0, n1, *args), n)
+
+
 def max_pool(x, ksize, strides, padding, data_format="NHWC"):
     dtype = x.dtype
     x = np.ascontiguousarray(_wide(x))
     oh, ow, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
     out = np.empty((x.shape[0], oh, ow, x.shape[3]), x.dtype)
     if out.size:
-        _max_pool(x, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
+        _per_image(_max_pool, x, x.shape[0], ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
     return out.astype(dtype, copy=False)
 
 
@@ -374,9 +286,13 @@ def max_pool_grad(orig_input, orig_output, grad, ksize, strides, padding, data_f
     dtype = orig_input.dtype
     x, g = np.ascontiguousarray(_wide(orig_input)), np.ascontiguousarray(_wide(grad))
     oh, ow, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
-    out = np.zeros(x.shape, x.dtype)
-    if g.size:
-        _max_pool_grad(x, g, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
+    if not g.size:
+        return np.zeros(orig_input.shape, dtype)
+    out = np.empty(x.shape, x.dtype)
+
+    def chunk(n0: int, n1: int) -> None:
+        _max_pool_grad(x, g, n0, n1, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
+    cpu_parallel.run(chunk, x.shape[0])
     return out.astype(dtype, copy=False)
 
 
@@ -386,7 +302,7 @@ def avg_pool(value, ksize, strides, padding, data_format="NHWC"):
     oh, ow, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
     out = np.empty((x.shape[0], oh, ow, x.shape[3]), x.dtype)
     if out.size:
-        _avg_pool(x, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
+        _per_image(_avg_pool, x, x.shape[0], ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
     return out.astype(dtype, copy=False)
 
 
@@ -395,9 +311,10 @@ def avg_pool_grad(grad, orig_input_shape, ksize, strides, padding, data_format="
     g = np.ascontiguousarray(_wide(grad))
     shape = (g.shape[0],) + tuple(int(d) for d in orig_input_shape[1:])
     oh, ow, pt, pl = _pool_geometry(shape, ksize, strides, padding)
-    out = np.zeros(shape, g.dtype)
-    if g.size:
-        _avg_pool_grad(g, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
+    if not g.size:
+        return np.zeros(shape, dtype)
+    out = np.empty(shape, g.dtype)
+    _per_image(_avg_pool_grad, g, g.shape[0], ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
     return out.astype(dtype, copy=False)
 
 

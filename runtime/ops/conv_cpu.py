@@ -1,0 +1,272 @@
+"""The fast CPU convolution: im2col + BLAS in cache-sized blocks, on every core.
+
+A convolution is a matrix product once every receptive field is copied into one row of a
+`cols` matrix (N·OH·OW rows of KH·KW·C). Copying the whole batch first writes and reads
+back a matrix several times the input (9× for a 3×3 filter) through main memory; here
+each thread copies a block of a few images into its own scratch buffer, small enough to
+stay in the core's L2 cache, and multiplies it at once:
+
+* forward:         out[block]  = cols[block] · W             (W as a KH·KW·C × O matrix)
+* input gradient:  cols[block] = dy[block] · Wᵀ, scattered back onto dx[block] (col2im)
+* filter gradient: dWᵀ += dy[block]ᵀ · cols[block]
+
+The batch is cut into at most `CHAINS` contiguous chains of blocks (fixed by the sizes,
+not by the thread count): the filter gradient sums each chain into its own accumulator
+and adds the chains in order, so the result is the same on 1 or 8 threads. Threads take
+whole chains (`cpu_parallel`), so every image's output is computed by the same arithmetic
+however the work is split.
+
+Receptive fields of a few elements (a first layer on 1-3 channels, K = KH·KW·C ≤
+`DIRECT_MAX_K`) make a tall, thin `cols` on which BLAS gains nothing: those loop directly,
+the output channels innermost (contiguous, vectorised) in a local accumulator.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Tuple
+
+import numpy as np
+from jitflow.runtime.core.lazyjit import njit
+
+from jitflow.runtime.ops import cpu_parallel
+
+DIRECT_MAX_K = 32
+BLOCK_BYTES = 256 * 1024   # one block's `cols`: a quarter of a 1 MiB L2, leaving room for W and the output
+CHAINS = 8
+
+Geometry = Tuple[int, int, int, int, int, int, int, int, int, int]   # kh kw sh sw dh dw pt pl oh ow
+
+_scratch = threading.local()
+
+
+def scratch(n: int, dtype: np.dtype, slot: int = 0) -> np.ndarray:
+    """A reusable 1-D buffer of at least `n` elements for this thread (grown, never shrunk):
+    a fresh multi-megabyte buffer per call costs page faults that rival the copy itself."""
+    key = (np.dtype(dtype).str, slot)
+    buffers = getattr(_scratch, "buffers", None)
+    if buffers is None:
+        buffers = _scratch.buffers = {}
+    buf = buffers.get(key)
+    if buf is None or buf.size < n:
+        buf = buffers[key] = np.empty(max(n, 1), dtype)
+    return buf
+
+
+def images_per_block(rows_per_image: int, k: int, itemsize: int) -> int:
+    return max(1, BLOCK_BYTES // max(1, rows_per_image * k * itemsize))
+
+
+def chain_bounds(n_images: int, per_block: int) -> np.ndarray:
+    """Image index where each chain starts (and the end): whole blocks, at most CHAINS chains."""
+    blocks = -(-n_images // per_block)
+    chains = max(1, min(CHAINS, blocks))
+    return np.array([min(n_images, (blocks * c // chains) * per_block) for c in range(chains + 1)], np.int64)
+
+
+# -- im2col / col2im on a range of images -------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def im2col_range(x, n0, n1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols):
+    """Rows for images n0..n1 of `x` into `cols` from row 0."""
+    _, h_, w_, c_ = x.shape
+    for n in range(n0, n1):
+        for i in range(oh):
+            for j in range(ow):
+                row = ((n - n0) * oh + i) * ow + j
+                for a in range(kh):
+                    y = i * sh - pt + a * dh
+                    for b in range(kw):
+                        xx = j * sw - pl + b * dw
+                        base = (a * kw + b) * c_
+                        if 0 <= y < h_ and 0 <= xx < w_:
+                            for c in range(c_):
+                                cols[row, base + c] = x[n, y, xx, c]
+                        else:
+                            for c in range(c_):
+                                cols[row, base + c] = 0
+
+
+@njit(cache=True, nogil=True)
+def col2im_range(cols, n0, n1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, out):
+    """Adds the rows of images n0..n1 (from row 0 of `cols`) onto `out[n0:n1]`."""
+    _, h_, w_, c_ = out.shape
+    for n in range(n0, n1):
+        for i in range(oh):
+            for j in range(ow):
+                row = ((n - n0) * oh + i) * ow + j
+                for a in range(kh):
+                    y = i * sh - pt + a * dh
+                    if y < 0 or y >= h_:
+                        continue
+                    for b in range(kw):
+                        xx = j * sw - pl + b * dw
+                        if xx < 0 or xx >= w_:
+                            continue
+                        base = (a * kw + b) * c_
+                        for c in range(c_):
+                            out[n, y, xx, c] += cols[row, base + c]
+
+
+# -- blocked GEMM kernels (one call per chunk of images) ---------------------------------------------------
+@njit(cache=True, nogil=True)
+def forward_blocks(x, w2d, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols, out):
+    """out[rows of n0..n1] = im2col(x) · w2d, `nb` images at a time through `cols`."""
+    rows = oh * ow
+    for b0 in range(n0, n1, nb):
+        b1 = min(b0 + nb, n1)
+        m = (b1 - b0) * rows
+        im2col_range(x, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols)
+        np.dot(cols[:m], w2d, out[b0 * rows:b1 * rows])
+
+
+@njit(cache=True, nogil=True)
+def input_grad_blocks(dy2d, w2d_t, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols, out):
+    """out[n0:n1] = col2im(dy · Wᵀ), `nb` images at a time (out's images are zeroed here)."""
+    rows = oh * ow
+    for b0 in range(n0, n1, nb):
+        b1 = min(b0 + nb, n1)
+        m = (b1 - b0) * rows
+        np.dot(dy2d[b0 * rows:b1 * rows], w2d_t, cols[:m])
+        out[b0:b1] = 0
+        col2im_range(cols, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, out)
+
+
+@njit(cache=True, nogil=True)
+def filter_grad_blocks(x, dy2d, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols, part, acc):
+    """acc (O × K) = Σ over n0..n1 of dyᵀ · im2col(x), `nb` images at a time."""
+    rows = oh * ow
+    acc[:] = 0
+    for b0 in range(n0, n1, nb):
+        b1 = min(b0 + nb, n1)
+        m = (b1 - b0) * rows
+        im2col_range(x, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols)
+        np.dot(dy2d[b0 * rows:b1 * rows].T, cols[:m], part)
+        acc += part
+
+
+# -- direct kernels for small receptive fields ------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def forward_direct(x, w2d, n0, n1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, out):
+    """out[n, i, j, :] = Σ over the window of x · W, accumulated in registers per pixel."""
+    _, h_, w_, c_ = x.shape
+    o_ = w2d.shape[1]
+    acc = np.empty(o_, w2d.dtype)
+    for n in range(n0, n1):
+        for i in range(oh):
+            for j in range(ow):
+                for o in range(o_):
+                    acc[o] = 0
+                for a in range(kh):
+                    y = i * sh - pt + a * dh
+                    if y < 0 or y >= h_:
+                        continue
+                    for b in range(kw):
+                        xx = j * sw - pl + b * dw
+                        if xx < 0 or xx >= w_:
+                            continue
+                        base = (a * kw + b) * c_
+                        for c in range(c_):
+                            v = x[n, y, xx, c]
+                            for o in range(o_):
+                                acc[o] += v * w2d[base + c, o]
+                for o in range(o_):
+                    out[n, i, j, o] = acc[o]
+
+
+@njit(cache=True, nogil=True)
+def filter_grad_direct(x, dy, n0, n1, kh, kw, sh, sw, dh, dw, pt, pl, acc):
+    """acc (K × O) = Σ over images n0..n1 and positions of the receptive field ⊗ dy."""
+    _, h_, w_, c_ = x.shape
+    _, oh, ow, o_ = dy.shape
+    acc[:] = 0
+    for n in range(n0, n1):
+        for i in range(oh):
+            for j in range(ow):
+                for a in range(kh):
+                    y = i * sh - pt + a * dh
+                    if y < 0 or y >= h_:
+                        continue
+                    for b in range(kw):
+                        xx = j * sw - pl + b * dw
+                        if xx < 0 or xx >= w_:
+                            continue
+                        base = (a * kw + b) * c_
+                        for c in range(c_):
+                            v = x[n, y, xx, c]
+                            for o in range(o_):
+                                acc[base + c, o] += v * dy[n, i, j, o]
+
+
+# -- drivers ---------------------------------------------------------------------------------------------
+def forward(x: np.ndarray, w2d: np.ndarray, g: Geometry) -> np.ndarray:
+    """The convolution of C-contiguous NHWC `x` with `w2d` (K × O), as (N, OH, OW, O)."""
+    kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = g
+    n, k, o = x.shape[0], w2d.shape[0], w2d.shape[1]
+    if k <= DIRECT_MAX_K:
+        out = np.empty((n, oh, ow, o), x.dtype)
+        cpu_parallel.run(lambda n0, n1: forward_direct(x, w2d, n0, n1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, out), n)
+        return out
+    out2d = np.empty((n * oh * ow, o), x.dtype)
+    nb = images_per_block(oh * ow, k, x.dtype.itemsize)
+
+    def chunk(n0: int, n1: int) -> None:
+        cols = scratch(nb * oh * ow * k, x.dtype)[:nb * oh * ow * k].reshape(nb * oh * ow, k)
+        forward_blocks(x, w2d, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols, out2d)
+    _run_blocks(chunk, n, nb)
+    return out2d.reshape(n, oh, ow, o)
+
+
+def input_grad(dy: np.ndarray, w2d: np.ndarray, in_hwc: Tuple[int, int, int], g: Geometry) -> np.ndarray:
+    """The gradient with respect to the input of the convolution with `w2d` (K × O)."""
+    kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = g
+    n, k, o = dy.shape[0], w2d.shape[0], w2d.shape[1]
+    out = np.empty((n,) + tuple(in_hwc), dy.dtype)
+    dy2d = dy.reshape(n * oh * ow, o)
+    w2d_t = np.ascontiguousarray(w2d.T)
+    nb = images_per_block(oh * ow, k, dy.dtype.itemsize)
+
+    def chunk(n0: int, n1: int) -> None:
+        cols = scratch(nb * oh * ow * k, dy.dtype)[:nb * oh * ow * k].reshape(nb * oh * ow, k)
+        input_grad_blocks(dy2d, w2d_t, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols, out)
+    _run_blocks(chunk, n, nb)
+    return out
+
+
+def filter_grad(x: np.ndarray, dy: np.ndarray, k: int, g: Geometry) -> np.ndarray:
+    """The gradient with respect to the filter, as a K × O matrix."""
+    kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = g
+    n, o = x.shape[0], dy.shape[3]
+    if k <= DIRECT_MAX_K:
+        bounds = chain_bounds(n, 1)
+        parts = np.empty((len(bounds) - 1, k, o), x.dtype)
+
+        def chunk_direct(c0: int, c1: int) -> None:
+            for c in range(c0, c1):
+                filter_grad_direct(x, dy, bounds[c], bounds[c + 1], kh, kw, sh, sw, dh, dw, pt, pl, parts[c])
+        cpu_parallel.run(chunk_direct, len(parts))
+        return _sum_in_order(parts)
+    nb = images_per_block(oh * ow, k, x.dtype.itemsize)
+    bounds = chain_bounds(n, nb)
+    dy2d = dy.reshape(n * oh * ow, o)
+    parts = np.empty((len(bounds) - 1, o, k), x.dtype)
+
+    def chunk(c0: int, c1: int) -> None:
+        cols = scratch(nb * oh * ow * k, x.dtype)[:nb * oh * ow * k].reshape(nb * oh * ow, k)
+        part = scratch(o * k, x.dtype, slot=1)[:o * k].reshape(o, k)
+        for c in range(c0, c1):
+            filter_grad_blocks(x, dy2d, bounds[c], bounds[c + 1], nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
+                               cols, part, parts[c])
+    cpu_parallel.run(chunk, len(parts))
+    return np.ascontiguousarray(_sum_in_order(parts).T)
+
+
+def _run_blocks(chunk, n: int, nb: int) -> None:
+    """Runs `chunk(n0, n1)` over the batch in whole blocks of `nb` images, one range per thread."""
+    blocks = -(-n // nb)
+    cpu_parallel.run(lambda b0, b1: chunk(b0 * nb, min(n, b1 * nb)), blocks)
+
+
+def _sum_in_order(parts: np.ndarray) -> np.ndarray:
+    total = parts[0].copy()
+    for p in parts[1:]:
+        total += p
+    return total
