@@ -243,7 +243,7 @@ def filter_grad(x: np.ndarray, dy: np.ndarray, k: int, g: Geometry) -> np.ndarra
             for c in range(c0, c1):
                 filter_grad_direct(x, dy, bounds[c], bounds[c + 1], kh, kw, sh, sw, dh, dw, pt, pl, parts[c])
         cpu_parallel.run(chunk_direct, len(parts))
-        return _sum_in_order(parts)
+        return sum_in_order(parts)
     nb = images_per_block(oh * ow, k, x.dtype.itemsize)
     bounds = chain_bounds(n, nb)
     dy2d = dy.reshape(n * oh * ow, o)
@@ -256,7 +256,7 @@ def filter_grad(x: np.ndarray, dy: np.ndarray, k: int, g: Geometry) -> np.ndarra
             filter_grad_blocks(x, dy2d, bounds[c], bounds[c + 1], nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
                                cols, part, parts[c])
     cpu_parallel.run(chunk, len(parts))
-    return np.ascontiguousarray(_sum_in_order(parts).T)
+    return np.ascontiguousarray(sum_in_order(parts).T)
 
 
 def _run_blocks(chunk, n: int, nb: int) -> None:
@@ -265,7 +265,7 @@ def _run_blocks(chunk, n: int, nb: int) -> None:
     cpu_parallel.run(lambda b0, b1: chunk(b0 * nb, min(n, b1 * nb)), blocks)
 
 
-def _sum_in_order(parts: np.ndarray) -> np.ndarray:
+def sum_in_order(parts: np.ndarray) -> np.ndarray:
     total = parts[0].copy()
     for p in parts[1:]:
         total += p

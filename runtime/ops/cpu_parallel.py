@@ -16,9 +16,10 @@ may use; `set_intra_op_threads(n)` changes it (1: everything on the calling thre
 """
 from __future__ import annotations
 
+import itertools
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional
 
 _lock = threading.Lock()
@@ -78,46 +79,70 @@ def _executor() -> ThreadPoolExecutor:
     return pool
 
 
-def _in_worker(fn: Callable[[int, int], None], lo: int, hi: int) -> None:
-    _local.busy = True
-    try:
-        fn(lo, hi)
-    finally:
-        _local.busy = False
+class _Job:
+    """Pieces of one kernel call that threads take in turn until none is left: a thread the
+    OS has descheduled (a loaded machine) delays only the piece it holds, not a fixed half."""
+
+    def __init__(self, fn: Callable[[int, int], None], bounds: List[int]) -> None:
+        self.fn, self.bounds = fn, bounds
+        self.pieces = len(bounds) - 1
+        self._next = itertools.count()   # next() on it is atomic under the GIL
+        self._left = self.pieces
+        self._lock = threading.Lock()
+        self.done = threading.Event()
+        self.error: Optional[BaseException] = None
+
+    def drain(self) -> None:
+        busy, _local.busy = getattr(_local, "busy", False), True
+        try:
+            while True:
+                k = next(self._next)
+                if k >= self.pieces:
+                    return
+                try:
+                    self.fn(self.bounds[k], self.bounds[k + 1])
+                except BaseException as e:  # kept for the caller; the other pieces still run
+                    if self.error is None:
+                        self.error = e
+                with self._lock:
+                    self._left -= 1
+                    if not self._left:
+                        self.done.set()
+        finally:
+            _local.busy = busy
 
 
 def workers(n_items: int) -> int:
-    """The number of chunks `run` would cut `n_items` items into."""
+    """How many threads `run` would use for `n_items` items."""
     if getattr(_local, "busy", False):
         return 1
     return max(1, min(intra_op_threads(), n_items))
 
 
-def run(fn: Callable[[int, int], None], n_items: int, chunks: int = 0) -> None:
-    """Call `fn(lo, hi)` for contiguous chunks covering `range(n_items)`, the chunks in parallel.
+PIECES_PER_THREAD = 4
 
-    `chunks` (default: `workers(n_items)`) is how many; the first runs on the calling
-    thread. Every chunk has finished when this returns, also when one raised (the first
-    error is re-raised), so the caller's buffers are never written after it returns.
+
+def run(fn: Callable[[int, int], None], n_items: int) -> None:
+    """Call `fn(lo, hi)` on contiguous pieces covering `range(n_items)`, on up to
+    `intra_op_threads()` threads (the calling thread one of them).
+
+    Every piece has finished when this returns, also when one raised (the first error is
+    re-raised), so the caller's buffers are never written after it returns. A worker
+    that starts late finds nothing left and is not waited for.
     """
-    t = min(chunks or workers(n_items), n_items)
+    t = workers(n_items)
     if t <= 1:
         fn(0, n_items)
         return
-    bounds = [n_items * k // t for k in range(t + 1)]
+    pieces = min(n_items, t * PIECES_PER_THREAD)
+    job = _Job(fn, [n_items * k // pieces for k in range(pieces + 1)])
     pool = _executor()
-    futures: List[Future] = [pool.submit(_in_worker, fn, bounds[k], bounds[k + 1]) for k in range(1, t)]
-    error: Optional[BaseException] = None
-    try:
-        _in_worker(fn, bounds[0], bounds[1])
-    except BaseException as e:  # still wait for the others: they write into the caller's buffers
-        error = e
-    for f in futures:
-        e = f.exception()
-        if error is None and e is not None:
-            error = e
-    if error is not None:
-        raise error
+    for _ in range(t - 1):
+        pool.submit(job.drain)
+    job.drain()
+    job.done.wait()
+    if job.error is not None:
+        raise job.error
 
 
 def _after_fork() -> None:  # the pool's threads do not exist in a forked child

@@ -375,9 +375,26 @@ def bias_add_ref(value, bias, data_format="NHWC"):
             ).astype(value.dtype)
 
 
+BIAS_GRAD_ROWS_PER_CHAIN = 4096
+
+
 def bias_add_grad(out_backprop, data_format="NHWC"):
+    # Column sums in at most CHAINS contiguous chains of rows (their number fixed by the size,
+    # not by the threads), each summed by numpy (which releases the GIL), then added in order.
     g = _wide(out_backprop)
-    return g.reshape(-1, g.shape[-1]).sum(axis=0).astype(out_backprop.dtype)
+    g2 = g.reshape(-1, g.shape[-1])
+    rows = g2.shape[0]
+    chains = max(1, min(C.CHAINS, rows // BIAS_GRAD_ROWS_PER_CHAIN))
+    if chains == 1:
+        return g2.sum(axis=0).astype(out_backprop.dtype)
+    bounds = [rows * k // chains for k in range(chains + 1)]
+    parts = np.empty((chains, g2.shape[1]), g2.dtype)
+
+    def chunk(k0: int, k1: int) -> None:
+        for k in range(k0, k1):
+            np.add.reduce(g2[bounds[k]:bounds[k + 1]], axis=0, out=parts[k])
+    cpu_parallel.run(chunk, chains)
+    return C.sum_in_order(parts).astype(out_backprop.dtype)
 
 
 def bias_add_grad_ref(out_backprop, data_format="NHWC"):
