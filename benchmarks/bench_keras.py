@@ -6,6 +6,8 @@ e.g. `.venv-tf/bin/python`, to get the TF rows; JAX rows appear when jax imports
   (a) train step  Conv2D 32 → MaxPool → Conv2D 64 → MaxPool → Flatten → Dense 128 → Dense 10,
       batch 64 of 28x28x1, Adam, sparse softmax cross-entropy from logits:
         jf train_on_batch     `model.train_on_batch(x, y)` (the compiled `fit` step)
+        jf ..., 1 thread      the same with `jf.config.threading.set_intra_op_parallelism_threads(1)`
+                              (jitflow's kernels otherwise split over every CPU, as TF's do)
         jf fit (per step)     one epoch of `fit` over 8 batches, divided by 8
         tf train_on_batch     tf.keras, same architecture, same API
         tf fit (per step)     tf.keras `fit`, one epoch of 8 batches, divided by 8
@@ -104,6 +106,7 @@ def bench_train_step(jf: Any, tf: Any, jax: Any, repeat: int) -> Dict[str, Dict[
     for _ in range(4):
         models["jf"].train_on_batch(xb, yb)
     _settle(models["jf"])
+    steps["jf train_on_batch, 1 thread"] = _one_thread(jf, steps["jf train_on_batch"])
     if jax is not None:
         steps["jax.jit"] = _jax_step(jax, xb, yb, _pool_reshape)
         steps["jax.jit reduce_window"] = _jax_step(jax, xb, yb, _pool_reduce_window)
@@ -112,6 +115,17 @@ def bench_train_step(jf: Any, tf: Any, jax: Any, repeat: int) -> Dict[str, Dict[
             for k, m in models.items()}
     out.update(_interleaved(fits, max(2, repeat // 4), warmup=1, scale=1.0 / STEPS_PER_EPOCH, block=2))
     return out
+
+
+def _one_thread(jf: Any, step: Callable[[], Any]) -> Callable[[], Any]:
+    """`step` with jitflow's kernels on the calling thread only (no intra-op parallelism)."""
+    def run() -> None:
+        jf.config.threading.set_intra_op_parallelism_threads(1)
+        try:
+            step()
+        finally:
+            jf.config.threading.set_intra_op_parallelism_threads(0)
+    return run
 
 
 def _settle(model: Any) -> None:

@@ -25,6 +25,7 @@ from typing import Callable, List, Optional
 _lock = threading.Lock()
 _local = threading.local()
 _pool: Optional[ThreadPoolExecutor] = None
+_pool_size = 0
 _threads: Optional[int] = None
 
 
@@ -57,24 +58,24 @@ def intra_op_threads() -> int:
 
 
 def set_intra_op_threads(n: int) -> None:
-    """Use at most `n` threads per kernel (0: back to the default)."""
-    global _threads, _pool
+    """Use at most `n` threads per kernel (0: back to the default). The pool's threads are kept
+    (idle) when fewer are wanted, so switching back and forth is cheap."""
+    global _threads
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise ValueError(f"n: expected a non-negative integer (0 for the default); got {n!r}")
-    with _lock:
-        _threads = n or _from_environment()
-        old, _pool = _pool, None
-    if old is not None:
-        old.shutdown(wait=False)
+    _threads = n or _from_environment()
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _pool
+def _executor(workers: int) -> ThreadPoolExecutor:
+    global _pool, _pool_size
     pool = _pool
-    if pool is None:
+    if pool is None or _pool_size < workers:
         with _lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(max(1, intra_op_threads() - 1), thread_name_prefix="jitflow-intra-op")
+            if _pool is None or _pool_size < workers:
+                old, _pool = _pool, ThreadPoolExecutor(workers, thread_name_prefix="jitflow-intra-op")
+                _pool_size = workers
+                if old is not None:
+                    old.shutdown(wait=False)
             pool = _pool
     return pool
 
@@ -136,7 +137,7 @@ def run(fn: Callable[[int, int], None], n_items: int) -> None:
         return
     pieces = min(n_items, t * PIECES_PER_THREAD)
     job = _Job(fn, [n_items * k // pieces for k in range(pieces + 1)])
-    pool = _executor()
+    pool = _executor(t - 1)
     for _ in range(t - 1):
         pool.submit(job.drain)
     job.drain()
@@ -146,8 +147,8 @@ def run(fn: Callable[[int, int], None], n_items: int) -> None:
 
 
 def _after_fork() -> None:  # the pool's threads do not exist in a forked child
-    global _pool
-    _pool = None
+    global _pool, _pool_size
+    _pool, _pool_size = None, 0
 
 
 if hasattr(os, "register_at_fork"):

@@ -403,3 +403,15 @@ def test_intra_op_threads_from_the_environment(monkeypatch):
         cpu_parallel._from_environment()
     monkeypatch.setenv("JITFLOW_INTRA_OP_THREADS", "3")
     assert cpu_parallel._from_environment() == 3
+
+
+def test_config_threading_sets_the_kernels_threads(threads):
+    jf.config.threading.set_intra_op_parallelism_threads(1)
+    assert jf.config.threading.get_intra_op_parallelism_threads() == 1
+    x = RNG.normal(size=(4, 6, 6, 3)).astype(np.float32)
+    w = RNG.normal(size=(3, 3, 3, 4)).astype(np.float32)
+    one = jf.nn.conv2d(x, w, 1, "SAME").numpy()
+    jf.config.threading.set_intra_op_parallelism_threads(3)
+    np.testing.assert_array_equal(jf.nn.conv2d(x, w, 1, "SAME").numpy(), one)
+    with pytest.raises(ValueError, match="num_threads: expected a non-negative integer"):
+        jf.config.threading.set_intra_op_parallelism_threads(-2)
