@@ -17,8 +17,8 @@ whole chains (`cpu_parallel`), so every image's output is computed by the same a
 however the work is split.
 
 Receptive fields of a few elements (a first layer on 1-3 channels, K = KH·KW·C ≤
-`DIRECT_MAX_K`) make a tall, thin `cols` on which BLAS gains nothing: those loop directly,
-the output channels innermost (contiguous, vectorised) in a local accumulator.
+`SMALL_K`) build the transposed matrix instead (see `im2col_t_range`): its copy is a run
+of contiguous elements where `cols` would scatter single ones.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from jitflow.runtime.core.lazyjit import njit
 
 from jitflow.runtime.ops import cpu_parallel
 
-DIRECT_MAX_K = 32
+SMALL_K = 32   # receptive fields up to this many elements use the transposed matrix
 BLOCK_BYTES = 256 * 1024   # one block's `cols`: a quarter of a 1 MiB L2, leaving room for W and the output
 CHAINS = 8
 
@@ -143,57 +143,58 @@ def filter_grad_blocks(x, dy2d, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, 
         acc += part
 
 
-# -- direct kernels for small receptive fields ------------------------------------------------------------
+# -- small receptive fields: the transposed matrix ------------------------------------------------------
+# With K = KH·KW·C of a few elements (a first layer on 1-3 channels) a row of `cols` is a
+# handful of scattered elements and the copy costs several times the product. Transposed,
+# (K, rows), one row of it for a filter tap and a channel is a run of output positions:
+# for stride 1 and one channel, a contiguous copy of each input row. BLAS takes the
+# transposed matrix as it is (a flag), in both directions.
 @njit(cache=True, nogil=True)
-def forward_direct(x, w2d, n0, n1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, out):
-    """out[n, i, j, :] = Σ over the window of x · W, accumulated in registers per pixel."""
+def im2col_t_range(x, n0, n1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols_t):
+    """(K, rows) of images n0..n1: cols_t[(a·kw + b)·C + c, row] = x[n, y, x, c] (0 outside)."""
     _, h_, w_, c_ = x.shape
-    o_ = w2d.shape[1]
-    acc = np.empty(o_, w2d.dtype)
-    for n in range(n0, n1):
-        for i in range(oh):
-            for j in range(ow):
-                for o in range(o_):
-                    acc[o] = 0
-                for a in range(kh):
-                    y = i * sh - pt + a * dh
-                    if y < 0 or y >= h_:
-                        continue
-                    for b in range(kw):
-                        xx = j * sw - pl + b * dw
-                        if xx < 0 or xx >= w_:
+    for a in range(kh):
+        for b in range(kw):
+            for c in range(c_):
+                dst = cols_t[(a * kw + b) * c_ + c]
+                for n in range(n0, n1):
+                    for i in range(oh):
+                        y = i * sh - pt + a * dh
+                        base = ((n - n0) * oh + i) * ow
+                        if y < 0 or y >= h_:
+                            for j in range(ow):
+                                dst[base + j] = 0
                             continue
-                        base = (a * kw + b) * c_
-                        for c in range(c_):
-                            v = x[n, y, xx, c]
-                            for o in range(o_):
-                                acc[o] += v * w2d[base + c, o]
-                for o in range(o_):
-                    out[n, i, j, o] = acc[o]
+                        src = x[n, y]
+                        for j in range(ow):
+                            xx = j * sw - pl + b * dw
+                            dst[base + j] = src[xx, c] if 0 <= xx < w_ else 0
 
 
 @njit(cache=True, nogil=True)
-def filter_grad_direct(x, dy, n0, n1, kh, kw, sh, sw, dh, dw, pt, pl, acc):
-    """acc (K × O) = Σ over images n0..n1 and positions of the receptive field ⊗ dy."""
-    _, h_, w_, c_ = x.shape
-    _, oh, ow, o_ = dy.shape
+def forward_t_blocks(x, w2d, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, buf, out):
+    """out[rows of n0..n1] = im2col(x) · w2d through the transposed matrix, `nb` images at a time."""
+    rows, k = oh * ow, w2d.shape[0]
+    for b0 in range(n0, n1, nb):
+        b1 = min(b0 + nb, n1)
+        m = (b1 - b0) * rows
+        cols_t = buf[:k * m].reshape((k, m))
+        im2col_t_range(x, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols_t)
+        np.dot(cols_t.T, w2d, out[b0 * rows:b1 * rows])
+
+
+@njit(cache=True, nogil=True)
+def filter_grad_t_blocks(x, dy2d, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, buf, part, acc):
+    """acc (K × O) = Σ over n0..n1 of im2col(x)ᵀ · dy, `nb` images at a time."""
+    rows, k = oh * ow, acc.shape[0]
     acc[:] = 0
-    for n in range(n0, n1):
-        for i in range(oh):
-            for j in range(ow):
-                for a in range(kh):
-                    y = i * sh - pt + a * dh
-                    if y < 0 or y >= h_:
-                        continue
-                    for b in range(kw):
-                        xx = j * sw - pl + b * dw
-                        if xx < 0 or xx >= w_:
-                            continue
-                        base = (a * kw + b) * c_
-                        for c in range(c_):
-                            v = x[n, y, xx, c]
-                            for o in range(o_):
-                                acc[base + c, o] += v * dy[n, i, j, o]
+    for b0 in range(n0, n1, nb):
+        b1 = min(b0 + nb, n1)
+        m = (b1 - b0) * rows
+        cols_t = buf[:k * m].reshape((k, m))
+        im2col_t_range(x, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols_t)
+        np.dot(cols_t, dy2d[b0 * rows:b1 * rows], part)
+        acc += part
 
 
 # -- drivers ---------------------------------------------------------------------------------------------
@@ -201,16 +202,16 @@ def forward(x: np.ndarray, w2d: np.ndarray, g: Geometry) -> np.ndarray:
     """The convolution of C-contiguous NHWC `x` with `w2d` (K × O), as (N, OH, OW, O)."""
     kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = g
     n, k, o = x.shape[0], w2d.shape[0], w2d.shape[1]
-    if k <= DIRECT_MAX_K:
-        out = np.empty((n, oh, ow, o), x.dtype)
-        cpu_parallel.run(lambda n0, n1: forward_direct(x, w2d, n0, n1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, out), n)
-        return out
     out2d = np.empty((n * oh * ow, o), x.dtype)
     nb = images_per_block(oh * ow, k, x.dtype.itemsize)
 
     def chunk(n0: int, n1: int) -> None:
-        cols = scratch(nb * oh * ow * k, x.dtype)[:nb * oh * ow * k].reshape(nb * oh * ow, k)
-        forward_blocks(x, w2d, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols, out2d)
+        buf = scratch(nb * oh * ow * k, x.dtype)
+        if k <= SMALL_K:
+            forward_t_blocks(x, w2d, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, buf, out2d)
+        else:
+            cols = buf[:nb * oh * ow * k].reshape(nb * oh * ow, k)
+            forward_blocks(x, w2d, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols, out2d)
     _run_blocks(chunk, n, nb)
     return out2d.reshape(n, oh, ow, o)
 
@@ -235,28 +236,26 @@ def filter_grad(x: np.ndarray, dy: np.ndarray, k: int, g: Geometry) -> np.ndarra
     """The gradient with respect to the filter, as a K × O matrix."""
     kh, kw, sh, sw, dh, dw, pt, pl, oh, ow = g
     n, o = x.shape[0], dy.shape[3]
-    if k <= DIRECT_MAX_K:
-        bounds = chain_bounds(n, 1)
-        parts = np.empty((len(bounds) - 1, k, o), x.dtype)
-
-        def chunk_direct(c0: int, c1: int) -> None:
-            for c in range(c0, c1):
-                filter_grad_direct(x, dy, bounds[c], bounds[c + 1], kh, kw, sh, sw, dh, dw, pt, pl, parts[c])
-        cpu_parallel.run(chunk_direct, len(parts))
-        return sum_in_order(parts)
+    small = k <= SMALL_K
     nb = images_per_block(oh * ow, k, x.dtype.itemsize)
     bounds = chain_bounds(n, nb)
     dy2d = dy.reshape(n * oh * ow, o)
-    parts = np.empty((len(bounds) - 1, o, k), x.dtype)
+    parts = np.empty((len(bounds) - 1,) + ((k, o) if small else (o, k)), x.dtype)
 
     def chunk(c0: int, c1: int) -> None:
-        cols = scratch(nb * oh * ow * k, x.dtype)[:nb * oh * ow * k].reshape(nb * oh * ow, k)
-        part = scratch(o * k, x.dtype, slot=1)[:o * k].reshape(o, k)
+        buf = scratch(nb * oh * ow * k, x.dtype)
+        part = scratch(o * k, x.dtype, slot=1)[:o * k].reshape(parts.shape[1:])
         for c in range(c0, c1):
-            filter_grad_blocks(x, dy2d, bounds[c], bounds[c + 1], nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
-                               cols, part, parts[c])
+            if small:
+                filter_grad_t_blocks(x, dy2d, bounds[c], bounds[c + 1], nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
+                                     buf, part, parts[c])
+            else:
+                cols = buf[:nb * oh * ow * k].reshape(nb * oh * ow, k)
+                filter_grad_blocks(x, dy2d, bounds[c], bounds[c + 1], nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
+                                   cols, part, parts[c])
     cpu_parallel.run(chunk, len(parts))
-    return np.ascontiguousarray(sum_in_order(parts).T)
+    total = sum_in_order(parts)
+    return total if small else np.ascontiguousarray(total.T)
 
 
 def _run_blocks(chunk, n: int, nb: int) -> None:

@@ -327,7 +327,7 @@ def threads():
 
 @pytest.mark.parametrize("xs, ws, strides, padding, dilations", [
     ((13, 9, 8, 5), (3, 3, 5, 7), (1, 1), "VALID", (1, 1)),   # K = 45: im2col + BLAS, several blocks
-    ((11, 7, 9, 2), (3, 2, 2, 6), (2, 1), "SAME", (1, 1)),    # K = 12: the direct loops
+    ((11, 7, 9, 2), (3, 2, 2, 6), (2, 1), "SAME", (1, 1)),    # K = 12: the transposed matrix
     ((9, 10, 10, 4), (3, 3, 4, 3), (1, 1), "SAME", (2, 2)),
 ])
 def test_blocked_threaded_convolution_matches_the_reference_on_any_thread_count(
