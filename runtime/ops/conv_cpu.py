@@ -39,9 +39,15 @@ Geometry = Tuple[int, int, int, int, int, int, int, int, int, int]   # kh kw sh 
 _scratch = threading.local()
 
 
+SCRATCH_KEEP_BYTES = 16 << 20   # larger buffers (one huge image's block) are not kept between calls
+
+
 def scratch(n: int, dtype: np.dtype, slot: int = 0) -> np.ndarray:
-    """A reusable 1-D buffer of at least `n` elements for this thread (grown, never shrunk):
-    a fresh multi-megabyte buffer per call costs page faults that rival the copy itself."""
+    """A reusable 1-D buffer of at least `n` elements for this thread (grown, never shrunk, up
+    to SCRATCH_KEEP_BYTES): a fresh multi-megabyte buffer per call costs page faults that
+    rival the copy itself."""
+    if n * np.dtype(dtype).itemsize > SCRATCH_KEEP_BYTES:
+        return np.empty(n, dtype)
     key = (np.dtype(dtype).str, slot)
     buffers = getattr(_scratch, "buffers", None)
     if buffers is None:

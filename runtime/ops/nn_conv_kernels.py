@@ -238,6 +238,45 @@ def _max_pool_grad(x, g, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
 
 
 @njit(cache=True, nogil=True)
+def _max_pool_grad_tiled(x, g, n0, n1, kh, kw, oh, ow, out):
+    # Windows that tile the image (stride = window, VALID: the usual 2×2 pooling): every
+    # element lies in at most one window, so each is written once (its window's gradient
+    # or 0) instead of zeroing the image and adding into it. Same first-maximum rule.
+    _, h_, w_, c_ = x.shape
+    best = np.empty(c_, x.dtype)
+    at = np.empty(c_, np.int64)
+    for n in range(n0, n1):
+        xn = x[n].reshape((h_ * w_, c_))
+        on = out[n].reshape((h_ * w_, c_))
+        for y in range(h_):   # the rows and columns no window covers
+            for xx in range(ow * kw if y < oh * kh else 0, w_):
+                on[y * w_ + xx] = 0
+        for i in range(oh):
+            for j in range(ow):
+                p0 = i * kh * w_ + j * kw
+                for c in range(c_):
+                    best[c] = xn[p0, c]
+                    at[c] = p0
+                for a in range(kh):
+                    for b in range(kw):
+                        if a or b:
+                            p = p0 + a * w_ + b
+                            row = xn[p]
+                            for c in range(c_):
+                                v = row[c]
+                                take = v > best[c]
+                                best[c] = v if take else best[c]
+                                at[c] = p if take else at[c]
+                gr = g[n, i, j]
+                for a in range(kh):
+                    for b in range(kw):
+                        p = p0 + a * w_ + b
+                        row = on[p]
+                        for c in range(c_):
+                            row[c] = gr[c] if at[c] == p else 0
+
+
+@njit(cache=True, nogil=True)
 def _avg_pool(x, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
     _, h_, w_, c_ = x.shape
     for n in range(n0, n1):
@@ -300,8 +339,13 @@ def max_pool_grad(orig_input, orig_output, grad, ksize, strides, padding, data_f
         return np.zeros(orig_input.shape, dtype)
     out = np.empty(x.shape, x.dtype)
 
+    tiled = padding == "VALID" and tuple(ksize[1:3]) == tuple(strides[1:3])
+
     def chunk(n0: int, n1: int) -> None:
-        _max_pool_grad(x, g, n0, n1, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
+        if tiled:
+            _max_pool_grad_tiled(x, g, n0, n1, ksize[1], ksize[2], oh, ow, out)
+        else:
+            _max_pool_grad(x, g, n0, n1, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
     cpu_parallel.run(chunk, x.shape[0])
     return out.astype(dtype, copy=False)
 
