@@ -22,7 +22,9 @@ e.g. `.venv-tf/bin/python`, to get the TF rows; JAX rows appear when jax imports
 Ratios are "jf time / other time" (< 1: jf faster), jf's fit against the other's fit and
 train_on_batch against train_on_batch. The implementations run in turns (a few steps of each
 per round, the first of each turn not counted) so a machine whose load changes slows them
-alike; the table gives the median and the best step. Compare ratios from one run, not absolute times across runs.
+alike; the table gives the median and the best step, and the median CPU time of a step (all the
+process's threads: what the step costs the machine, less sensitive to other processes' load
+than the wall time). Compare ratios from one run, not absolute times across runs.
 Every implementation is timed in its steady state: jax.jit after its compile, tf.keras after
 its tracing, jitflow after its train function has moved to the compiled tier (it starts
 on the interpreter and compiles in the background after a few calls; the warm-up waits
@@ -86,14 +88,17 @@ def _interleaved(fns: Dict[str, Callable[[], Any]], repeat: int, warmup: int, sc
             for _ in range(warmup):
                 fn()
         times: Dict[str, List[float]] = {name: [] for name in fns}
+        cpu: Dict[str, List[float]] = {name: [] for name in fns}
         for _ in range(max(1, repeat // (block - 1))):
             for name, fn in fns.items():
                 for k in range(block):
-                    start = time.perf_counter()
+                    start, start_cpu = time.perf_counter(), time.process_time()
                     fn()
                     if k:
                         times[name].append((time.perf_counter() - start) * scale)
-    return {name: {"median": float(np.median(t)), "min": float(np.min(t))} for name, t in times.items()}
+                        cpu[name].append((time.process_time() - start_cpu) * scale)
+    return {name: {"median": float(np.median(t)), "min": float(np.min(t)), "cpu": float(np.median(cpu[name]))}
+            for name, t in times.items()}
 
 
 def bench_train_step(jf: Any, tf: Any, jax: Any, repeat: int) -> Dict[str, Dict[str, float]]:
@@ -220,8 +225,10 @@ def report(results: Dict[str, Any]) -> None:
     for name, t in steps.items():
         mine = steps["jf fit (per step)" if " fit" in name else "jf train_on_batch"]
         rows.append([name, f"{t['median'] * 1e3:.1f} ms", f"{t['min'] * 1e3:.1f} ms",
-                     C.format_ratio(mine["median"], t["median"]), C.format_ratio(mine["min"], t["min"])])
-    C.print_table(["implementation", "median", "best", "jf / this (median)", "jf / this (best)"], rows)
+                     C.format_ratio(mine["median"], t["median"]), C.format_ratio(mine["min"], t["min"]),
+                     f"{t['cpu'] * 1e3:.1f} ms", C.format_ratio(mine["cpu"], t["cpu"])])
+    C.print_table(["implementation", "median", "best", "jf / this (median)", "jf / this (best)", "CPU time",
+                   "jf / this (CPU)"], rows)
     for name, note in results["notes"].items():
         if note:
             print(f"  {name}: skipped ({note})")
