@@ -120,7 +120,7 @@ def workers(n_items: int) -> int:
     return max(1, min(intra_op_threads(), n_items))
 
 
-PIECES_PER_THREAD = 4
+PIECES_PER_THREAD = 2
 
 
 def run(fn: Callable[[int, int], None], n_items: int) -> None:
