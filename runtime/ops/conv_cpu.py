@@ -137,15 +137,23 @@ def input_grad_blocks(dy2d, w2d_t, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, o
 
 
 @njit(cache=True, nogil=True)
-def filter_grad_blocks(x, dy2d, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols, part, acc):
-    """acc (O × K) = Σ over n0..n1 of dyᵀ · im2col(x), `nb` images at a time."""
-    rows = oh * ow
+def filter_grad_blocks(x, dy2d, n0, n1, nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols, dyt, part, acc):
+    """acc (O × K) = Σ over n0..n1 of dyᵀ · im2col(x), `nb` images at a time. The block of dy
+    is transposed into `dyt` first: BLAS is ~10% faster on two row-major operands than on
+    a transposed one here, and the copy is small (O × rows of the block)."""
+    rows, o_ = oh * ow, dy2d.shape[1]
     acc[:] = 0
     for b0 in range(n0, n1, nb):
         b1 = min(b0 + nb, n1)
         m = (b1 - b0) * rows
         im2col_range(x, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols)
-        np.dot(dy2d[b0 * rows:b1 * rows].T, cols[:m], part)
+        d = dyt[:o_ * m].reshape((o_, m))
+        src = dy2d[b0 * rows:b1 * rows]
+        for r in range(m):
+            sr = src[r]
+            for o in range(o_):
+                d[o, r] = sr[o]
+        np.dot(d, cols[:m], part)
         acc += part
 
 
@@ -257,8 +265,9 @@ def filter_grad(x: np.ndarray, dy: np.ndarray, k: int, g: Geometry) -> np.ndarra
                                      buf, part, parts[c])
             else:
                 cols = buf[:nb * oh * ow * k].reshape(nb * oh * ow, k)
+                dyt = scratch(nb * oh * ow * o, x.dtype, slot=2)
                 filter_grad_blocks(x, dy2d, bounds[c], bounds[c + 1], nb, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow,
-                                   cols, part, parts[c])
+                                   cols, dyt, part, parts[c])
     cpu_parallel.run(chunk, len(parts))
     total = sum_in_order(parts)
     return total if small else np.ascontiguousarray(total.T)

@@ -195,6 +195,31 @@ def _max_pool(x, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
 
 
 @njit(cache=True, nogil=True)
+def _max_pool_tiled(x, n0, n1, kh, kw, oh, ow, out):
+    # Windows that tile the image (stride = window, VALID): rows of channels, the first
+    # element of a window starting the maximum (what -inf and the rule below give it).
+    _, h_, w_, c_ = x.shape
+    for n in range(n0, n1):
+        xn = x[n].reshape((h_ * w_, c_))
+        on = out[n].reshape((oh * ow, c_))
+        for i in range(oh):
+            for j in range(ow):
+                p0 = i * kh * w_ + j * kw
+                r = on[i * ow + j]
+                first = xn[p0]
+                for c in range(c_):
+                    r[c] = first[c]
+                for a in range(kh):
+                    for b in range(kw):
+                        if a or b:
+                            row = xn[p0 + a * w_ + b]
+                            for c in range(c_):
+                                v = row[c]
+                                cur = r[c]
+                                r[c] = v if (v > cur or v != v) else cur
+
+
+@njit(cache=True, nogil=True)
 def _max_pool_grad(x, g, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
     # The gradient goes to the first maximum of each window in row-major order (as TF): the
     # window's first in-bounds element starts the running maximum of every channel, a later
@@ -326,7 +351,9 @@ def max_pool(x, ksize, strides, padding, data_format="NHWC"):
     x = np.ascontiguousarray(_wide(x))
     oh, ow, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
     out = np.empty((x.shape[0], oh, ow, x.shape[3]), x.dtype)
-    if out.size:
+    if out.size and padding == "VALID" and tuple(ksize[1:3]) == tuple(strides[1:3]):
+        _per_image(_max_pool_tiled, x, x.shape[0], ksize[1], ksize[2], oh, ow, out)
+    elif out.size:
         _per_image(_max_pool, x, x.shape[0], ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
     return out.astype(dtype, copy=False)
 
