@@ -18,6 +18,8 @@ e.g. `.venv-tf/bin/python`, to get the TF rows; JAX rows appear when jax imports
   (b) Conv2D forward of the CNN's second convolution, (64, 13, 13, 32) * (3, 3, 32, 64)
       VALID → 285 MFLOP, in GFLOP/s, against np.dot of the same-shape im2col matmul
       (7744 x 288 @ 288 x 64) and of a 1024² matmul (the machine's BLAS peak), and tf.nn.conv2d.
+      jitflow's convolution uses every CPU (as TF's); the "1 thread" row compares it with the
+      matmuls on equal terms when OPENBLAS_NUM_THREADS=1.
 
 Ratios are "jf time / other time" (< 1: jf faster), jf's fit against the other's fit and
 train_on_batch against train_on_batch. The implementations run in turns (a few steps of each
@@ -199,7 +201,9 @@ def bench_conv(jf: Any, tf: Any, repeat: int) -> Dict[str, float]:
     a, b = rng.random((BATCH * 11 * 11, 288), dtype=np.float32), rng.random((288, 64), dtype=np.float32)
     sq = rng.random((1024, 1024), dtype=np.float32)
     xt, wt = jf.constant(x), jf.constant(w)
+    one = _one_thread(jf, lambda: jf.nn.conv2d(xt, wt, 1, "VALID"))
     out = {"jf.nn.conv2d": flops / _per_step(lambda: jf.nn.conv2d(xt, wt, 1, "VALID"), repeat, 3) / 1e9,
+           "jf.nn.conv2d, 1 thread": flops / _per_step(one, repeat, 3) / 1e9,
            "np.dot im2col-shaped": flops / _per_step(lambda: np.dot(a, b), repeat, 3) / 1e9,
            "np.dot 1024x1024": 2.0 * 1024 ** 3 / _per_step(lambda: np.dot(sq, sq), max(3, repeat // 2), 1) / 1e9}
     if tf is not None:
