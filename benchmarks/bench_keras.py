@@ -67,19 +67,6 @@ def _cnn(module: Any) -> Any:
     return model
 
 
-def _per_step(fn: Callable[[], Any], repeat: int, warmup: int) -> float:
-    """Median seconds of `fn` over `repeat` runs after `warmup` (GC off)."""
-    with C.gc_disabled():
-        for _ in range(warmup):
-            fn()
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
 def _interleaved(fns: Dict[str, Callable[[], Any]], repeat: int, warmup: int, scale: float = 1.0,
                  block: int = 4) -> Dict[str, Dict[str, float]]:
     """Median and minimum seconds of each fn, run in turns of `block` calls, so a machine whose load
@@ -201,13 +188,14 @@ def bench_conv(jf: Any, tf: Any, repeat: int) -> Dict[str, float]:
     a, b = rng.random((BATCH * 11 * 11, 288), dtype=np.float32), rng.random((288, 64), dtype=np.float32)
     sq = rng.random((1024, 1024), dtype=np.float32)
     xt, wt = jf.constant(x), jf.constant(w)
-    one = _one_thread(jf, lambda: jf.nn.conv2d(xt, wt, 1, "VALID"))
-    out = {"jf.nn.conv2d": flops / _per_step(lambda: jf.nn.conv2d(xt, wt, 1, "VALID"), repeat, 3) / 1e9,
-           "jf.nn.conv2d, 1 thread": flops / _per_step(one, repeat, 3) / 1e9,
-           "np.dot im2col-shaped": flops / _per_step(lambda: np.dot(a, b), repeat, 3) / 1e9,
-           "np.dot 1024x1024": 2.0 * 1024 ** 3 / _per_step(lambda: np.dot(sq, sq), max(3, repeat // 2), 1) / 1e9}
+    fns = {"jf.nn.conv2d": lambda: jf.nn.conv2d(xt, wt, 1, "VALID"),
+           "jf.nn.conv2d, 1 thread": _one_thread(jf, lambda: jf.nn.conv2d(xt, wt, 1, "VALID")),
+           "np.dot im2col-shaped": lambda: np.dot(a, b), "np.dot 1024x1024": lambda: np.dot(sq, sq)}
     if tf is not None:
-        out["tf.nn.conv2d"] = flops / _per_step(lambda: tf.nn.conv2d(x, w, 1, "VALID").numpy(), repeat, 3) / 1e9
+        fns["tf.nn.conv2d"] = lambda: tf.nn.conv2d(x, w, 1, "VALID").numpy()
+    # in turns, as the train steps: a machine whose load changes slows every kernel alike
+    times = _interleaved(fns, repeat, warmup=2)
+    out = {name: (2.0 * 1024 ** 3 if "1024" in name else flops) / t["median"] / 1e9 for name, t in times.items()}
     return out
 
 
