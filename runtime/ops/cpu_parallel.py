@@ -16,11 +16,10 @@ may use; `set_intra_op_threads(n)` changes it (1: everything on the calling thre
 """
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, List, Optional
+from typing import Callable, Optional, Tuple
 
 _lock = threading.Lock()
 _local = threading.local()
@@ -81,33 +80,45 @@ def _executor(workers: int) -> ThreadPoolExecutor:
 
 
 class _Job:
-    """Pieces of one kernel call that threads take in turn until none is left: a thread the
-    OS has descheduled (a loaded machine) delays only the piece it holds, not a fixed half."""
+    """One kernel call's items, which threads claim in pieces until none is left.
 
-    def __init__(self, fn: Callable[[int, int], None], bounds: List[int]) -> None:
-        self.fn, self.bounds = fn, bounds
-        self.pieces = len(bounds) - 1
-        self._next = itertools.count()   # next() on it is atomic under the GIL
-        self._left = self.pieces
+    Pieces shrink as the work runs out (a thread claims its share of what is left, halved:
+    "guided" scheduling). A thread the OS deschedules on a loaded machine delays only the
+    piece it holds, and the last pieces, the ones others may have to wait for, are small.
+    """
+
+    def __init__(self, fn: Callable[[int, int], None], n_items: int, threads: int) -> None:
+        self.fn, self.n_items, self.threads = fn, n_items, threads
+        self._start = 0
+        self._finished = 0
         self._lock = threading.Lock()
         self.done = threading.Event()
         self.error: Optional[BaseException] = None
+
+    def _claim(self) -> Optional[Tuple[int, int]]:
+        with self._lock:
+            lo = self._start
+            if lo >= self.n_items:
+                return None
+            hi = lo + max(1, (self.n_items - lo) // (2 * self.threads))
+            self._start = hi
+            return lo, hi
 
     def drain(self) -> None:
         busy, _local.busy = getattr(_local, "busy", False), True
         try:
             while True:
-                k = next(self._next)
-                if k >= self.pieces:
+                piece = self._claim()
+                if piece is None:
                     return
                 try:
-                    self.fn(self.bounds[k], self.bounds[k + 1])
+                    self.fn(*piece)
                 except BaseException as e:  # kept for the caller; the other pieces still run
                     if self.error is None:
                         self.error = e
                 with self._lock:
-                    self._left -= 1
-                    if not self._left:
+                    self._finished += piece[1] - piece[0]
+                    if self._finished == self.n_items:
                         self.done.set()
         finally:
             _local.busy = busy
@@ -118,9 +129,6 @@ def workers(n_items: int) -> int:
     if getattr(_local, "busy", False):
         return 1
     return max(1, min(intra_op_threads(), n_items))
-
-
-PIECES_PER_THREAD = 2
 
 
 def run(fn: Callable[[int, int], None], n_items: int) -> None:
@@ -135,8 +143,7 @@ def run(fn: Callable[[int, int], None], n_items: int) -> None:
     if t <= 1:
         fn(0, n_items)
         return
-    pieces = min(n_items, t * PIECES_PER_THREAD)
-    job = _Job(fn, [n_items * k // pieces for k in range(pieces + 1)])
+    job = _Job(fn, n_items, t)
     pool = _executor(t - 1)
     for _ in range(t - 1):
         pool.submit(job.drain)
