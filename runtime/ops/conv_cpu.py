@@ -12,9 +12,10 @@ stay in the core's L2 cache, and multiplies it at once:
 
 The batch is cut into at most `CHAINS` contiguous chains of blocks (fixed by the sizes,
 not by the thread count): the filter gradient sums each chain into its own accumulator
-and adds the chains in order, so the result is the same on 1 or 8 threads. Threads take
-whole chains (`cpu_parallel`), so every image's output is computed by the same arithmetic
-however the work is split.
+and adds the chains in order, so the result is the same on 1 or 8 threads. Threads claim
+whole blocks (forward, input gradient) or whole chains (filter gradient) through
+`cpu_parallel`, so every image's output is computed by the same arithmetic however the
+work is split.
 
 Receptive fields of a few elements (a first layer on 1-3 channels, K = KH·KW·C ≤
 `SMALL_K`) build the transposed matrix instead (see `im2col_t_range`): its copy is a run

@@ -1,15 +1,18 @@
 """Intra-op parallelism of the CPU kernels: one kernel's work split over a few threads.
 
 TensorFlow runs a convolution on every core (its intra-op thread pool); a kernel here
-does the same by cutting its work into contiguous chunks (images of a batch, groups of
-them) and running each chunk's numba function on its own thread. Those functions are
+does the same by cutting its work into contiguous pieces (images of a batch, blocks or
+chains of them) that the calling thread and a small pool claim in turn (`run`), each
+piece one call of a numba function. Those functions are
 compiled `nogil=True`, so plain Python threads run them truly in parallel, each calling a
 single-threaded BLAS on its own rows: no second thread pool (OpenBLAS's, numba's OpenMP)
 spinning next to this one, which is what made threaded BLAS slow on a shared machine.
 
-Chunks are contiguous and their boundaries depend only on the sizes (kernels choose them),
-so which thread runs a chunk never changes a result. A kernel called from inside a
-worker (a kernel in a kernel) runs serially rather than waiting on its own pool.
+Where the pieces fall depends on timing, so kernels make their results independent of it:
+each image's output is computed by the same arithmetic whichever piece holds it, and sums
+over the batch go through chains fixed by the sizes (`conv_cpu.chain_bounds`), added in
+order. A kernel called from inside a piece (a kernel in a kernel) runs serially rather
+than waiting on its own pool.
 
 The number of threads is `JITFLOW_INTRA_OP_THREADS` when set, else the CPUs this process
 may use; `set_intra_op_threads(n)` changes it (1: everything on the calling thread).

@@ -6,7 +6,8 @@ into one row of a (rows, KH·KW·C) matrix, a cache-sized block of images at a t
 spread over the CPU's cores. Its gradients reuse the same matrix: the filter gradient is
 `dyᵀ · cols`, the input gradient is `dy · Wᵀ` scattered back by col2im. A 1×1 stride-1
 convolution skips im2col (the input already is the matrix); a receptive field of a few
-elements loops directly.
+elements (a first layer) builds the matrix transposed. Pooling and the bias gradient also
+split the batch over the cores (`cpu_parallel`).
 
 The reference kernels are written differently on purpose (a sum over filter taps of
 strided slices of the padded input, in plain numpy), so the fast kernels are checked
