@@ -133,13 +133,15 @@ LOWERINGS: Dict[str, Callable[[Node, List[str]], str]] = {
     **{op: _scalar_fn(fn) for op, fn in ELEMENTWISE_FUNCTIONS.items()},
     "Identity": lambda n, a: a[0], "StopGradient": lambda n, a: a[0],
     "SelectV2": lambda n, a: f"({a[1]} if {a[0]} else {a[2]})",
+    # value + bias along the last dimension: the interpreter's kernel is numpy's `+`, the same add_
+    "BiasAdd": lambda n, a: f"_K.add_({a[0]}, {a[1]})",
     "OnesLike": _const_like(1), "ZerosLike": _const_like(0),
     "Sum": _reduce("sum"), "Mean": _reduce("mean"), "Prod": _reduce("prod"),
     "Max": _reduce("max"), "Min": _reduce("min"),
     "MatMul": _matmul, "Reshape": _reshape, "ExpandDims": _reshape, "Squeeze": _reshape, "Cast": _cast,
     "Softmax": lambda n, a: f"_K.softmax({a[0]})", "LogSoftmax": lambda n, a: f"_K.log_softmax({a[0]})",
 }
-ELEMENTWISE = set(ELEMENTWISE_FUNCTIONS) | {"Identity", "StopGradient", "SelectV2", "OnesLike", "ZerosLike"}
+ELEMENTWISE = set(ELEMENTWISE_FUNCTIONS) | {"Identity", "StopGradient", "SelectV2", "OnesLike", "ZerosLike", "BiasAdd"}
 _NO_DATA_INPUTS = {"OnesLike", "ZerosLike"}  # only their input's (static) shape matters
 _FUSABLE_REDUCTIONS = {"Sum": ("0", "+="), "Mean": ("0", "+="), "Prod": ("1", "*=")}
 

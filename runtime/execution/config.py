@@ -15,6 +15,7 @@ import weakref
 from typing import Any, Dict
 
 from jitflow.runtime.core import devices
+from jitflow.runtime.ops import cpu_parallel
 from jitflow.runtime.core.devices import (LogicalDevice, LogicalDeviceConfiguration,
                                           PhysicalDevice, get_logical_device_configuration,
                                           get_memory_growth, get_visible_devices,
@@ -92,6 +93,36 @@ def functions_run_eagerly() -> bool:
     return eager_mode.on
 
 
+def set_intra_op_parallelism_threads(num_threads: int) -> None:
+    """Threads one CPU kernel (a convolution, a pooling, a bias gradient) may use; 0 lets jitflow
+    choose (the CPUs this process may use, or `JITFLOW_INTRA_OP_THREADS`), as in TF.
+
+    >>> jf.config.threading.set_intra_op_parallelism_threads(1)
+    >>> jf.config.threading.get_intra_op_parallelism_threads()
+    1
+    >>> jf.config.threading.set_intra_op_parallelism_threads(0)
+    """
+    if not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 0:
+        raise ValueError(f"num_threads: expected a non-negative integer (0: the system's choice); got "
+                         f"{num_threads!r}")
+    cpu_parallel.set_intra_op_threads(num_threads)
+
+
+def get_intra_op_parallelism_threads() -> int:
+    """The number of threads a CPU kernel uses (TF returns 0 for "not set"; jitflow returns the
+    number in effect).
+
+    >>> jf.config.threading.get_intra_op_parallelism_threads() >= 1
+    True
+    """
+    return cpu_parallel.intra_op_threads()
+
+
+threading = types.ModuleType("jitflow.config.threading", "TF's tf.config.threading: intra-op parallelism.")
+threading.__dict__.update(set_intra_op_parallelism_threads=set_intra_op_parallelism_threads,
+                          get_intra_op_parallelism_threads=get_intra_op_parallelism_threads)
+threading.__dict__["__all__"] = ["set_intra_op_parallelism_threads", "get_intra_op_parallelism_threads"]
+
 experimental = types.ModuleType("jitflow.config.experimental", "TF's tf.config.experimental names.")
 experimental.__dict__.update(
     set_memory_growth=set_memory_growth, get_memory_growth=get_memory_growth,
@@ -104,7 +135,7 @@ experimental.__dict__.update(
 )
 experimental.__dict__["__all__"] = sorted(n for n in experimental.__dict__ if not n.startswith("_"))
 
-__all__ = ["run_functions_eagerly", "functions_run_eagerly",
+__all__ = ["run_functions_eagerly", "functions_run_eagerly", "threading",
            "list_physical_devices", "list_logical_devices", "set_visible_devices", "get_visible_devices",
            "set_logical_device_configuration", "get_logical_device_configuration", "LogicalDeviceConfiguration",
            "PhysicalDevice", "LogicalDevice", "experimental", "get_memory_info", "reset_memory_stats"]

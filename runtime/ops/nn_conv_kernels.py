@@ -1,10 +1,13 @@
 """CPU kernels (numba) and numpy reference kernels of the convolution and pooling ops.
 
-Convolution is im2col + BLAS: a compiled loop copies every receptive field into one row
-of a (N·OH·OW, KH·KW·C) matrix, and one `np.dot` with the (KH·KW·C, O) filter does the
-arithmetic at BLAS speed. Its gradients reuse the same matrix: the filter gradient is
-`colsᵀ · dy`, the input gradient is `dy · Wᵀ` scattered back by col2im. A 1×1 stride-1
-convolution skips im2col (the input already is the matrix).
+Convolution is im2col + BLAS (`conv_cpu`): a compiled loop copies every receptive field
+into one row of a (rows, KH·KW·C) matrix, a cache-sized block of images at a time, and
+`np.dot` with the (KH·KW·C, O) filter does the arithmetic at BLAS speed, the blocks
+spread over the CPU's cores. Its gradients reuse the same matrix: the filter gradient is
+`dyᵀ · cols`, the input gradient is `dy · Wᵀ` scattered back by col2im. A 1×1 stride-1
+convolution skips im2col (the input already is the matrix); a receptive field of a few
+elements (a first layer) builds the matrix transposed. Pooling and the bias gradient also
+split the batch over the cores (`cpu_parallel`).
 
 The reference kernels are written differently on purpose (a sum over filter taps of
 strided slices of the padded input, in plain numpy), so the fast kernels are checked
@@ -23,7 +26,9 @@ from typing import Sequence, Tuple
 import numpy as np
 from jitflow.runtime.core.lazyjit import njit
 
+from jitflow.runtime.ops import conv_cpu as C
 from jitflow.runtime.ops import cpu_kernels as K
+from jitflow.runtime.ops import cpu_parallel
 
 F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 
@@ -52,168 +57,66 @@ def _wide(x: np.ndarray) -> np.ndarray:
     return x.astype(F32) if x.dtype == F16 else x
 
 
-# -- im2col / col2im -------------------------------------------------------------------------------
-@njit(cache=True)
-def im2col(x, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cols):
-    n_, h_, w_, c_ = x.shape
-    for n in range(n_):
-        for i in range(oh):
-            for j in range(ow):
-                row = (n * oh + i) * ow + j
-                for a in range(kh):
-                    y = i * sh - pt + a * dh
-                    for b in range(kw):
-                        xx = j * sw - pl + b * dw
-                        base = (a * kw + b) * c_
-                        if 0 <= y < h_ and 0 <= xx < w_:
-                            for c in range(c_):
-                                cols[row, base + c] = x[n, y, xx, c]
-                        else:
-                            for c in range(c_):
-                                cols[row, base + c] = 0
+# -- Conv2D (im2col + BLAS in blocks, threaded: `conv_cpu`) -----------------------------------------------
+def _geometry(in_hw, kh: int, kw: int, strides, dilations, padding) -> C.Geometry:
+    oh, ow, pt, pl = geometry(in_hw, (kh, kw), strides, dilations, padding)
+    return (kh, kw, strides[1], strides[2], dilations[1], dilations[2], pt, pl, oh, ow)
 
 
-@njit(cache=True)
-def col2im(cols, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, out):
-    n_, h_, w_, c_ = out.shape
-    for n in range(n_):
-        for i in range(oh):
-            for j in range(ow):
-                row = (n * oh + i) * ow + j
-                for a in range(kh):
-                    y = i * sh - pt + a * dh
-                    if y < 0 or y >= h_:
-                        continue
-                    for b in range(kw):
-                        xx = j * sw - pl + b * dw
-                        if xx < 0 or xx >= w_:
-                            continue
-                        base = (a * kw + b) * c_
-                        for c in range(c_):
-                            out[n, y, xx, c] += cols[row, base + c]
-
-
-# Receptive fields this small (a first layer on 1-3 channels) make im2col a tall, thin
-# matrix: BLAS gains nothing on a K of 9 and the copy dominates, so loop directly, the
-# output channels innermost (contiguous, vectorised).
-DIRECT_MAX_K = 32
-
-
-@njit(cache=True)
-def conv_direct(x, w, sh, sw, dh, dw, pt, pl, oh, ow, out):
-    n_, h_, w_, c_ = x.shape
-    kh, kw, _, o_ = w.shape
-    for n in range(n_):
-        for i in range(oh):
-            for j in range(ow):
-                for a in range(kh):
-                    y = i * sh - pt + a * dh
-                    if y < 0 or y >= h_:
-                        continue
-                    for b in range(kw):
-                        xx = j * sw - pl + b * dw
-                        if xx < 0 or xx >= w_:
-                            continue
-                        for c in range(c_):
-                            v = x[n, y, xx, c]
-                            for o in range(o_):
-                                out[n, i, j, o] += v * w[a, b, c, o]
-
-
-@njit(cache=True)
-def conv_filter_direct(x, g, sh, sw, dh, dw, pt, pl, out):
-    n_, h_, w_, c_ = x.shape
-    _, oh, ow, o_ = g.shape
-    kh, kw = out.shape[0], out.shape[1]
-    for n in range(n_):
-        for i in range(oh):
-            for j in range(ow):
-                for a in range(kh):
-                    y = i * sh - pt + a * dh
-                    if y < 0 or y >= h_:
-                        continue
-                    for b in range(kw):
-                        xx = j * sw - pl + b * dw
-                        if xx < 0 or xx >= w_:
-                            continue
-                        for c in range(c_):
-                            v = x[n, y, xx, c]
-                            for o in range(o_):
-                                out[a, b, c, o] += v * g[n, i, j, o]
+def _is_pointwise(kh, kw, strides) -> bool:
+    """A 1×1 stride-1 convolution: the input already is the `cols` matrix."""
+    return kh == 1 and kw == 1 and strides[1] == strides[2] == 1
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b through numba's BLAS binding (scipy's BLAS), as the MatMul kernel does; numpy's
-    threaded BLAS thrashes on a loaded machine and is slow on tall, thin transposed operands."""
+    """a @ b through numba's BLAS binding (scipy's BLAS), as the MatMul kernel does."""
     if a.shape[0] == 0 or b.shape[1] == 0 or a.shape[1] == 0:
         return np.zeros((a.shape[0], b.shape[1]), np.result_type(a, b))
     return K.matmul_float_2d(a, b)
 
 
-def _is_pointwise(kh, kw, strides, dilations, padding) -> bool:
-    return kh == 1 and kw == 1 and strides[1] == strides[2] == 1
-
-
-def _columns(x: np.ndarray, kh: int, kw: int, strides, dilations, padding) -> Tuple[np.ndarray, int, int]:
-    n, h, w, c = x.shape
-    oh, ow, pt, pl = geometry((h, w), (kh, kw), strides, dilations, padding)
-    if _is_pointwise(kh, kw, strides, dilations, padding):
-        return np.ascontiguousarray(x).reshape(n * h * w, c), oh, ow
-    cols = np.empty((n * oh * ow, kh * kw * c), x.dtype)
-    if cols.size:
-        im2col(np.ascontiguousarray(x), kh, kw, strides[1], strides[2], dilations[1], dilations[2], pt, pl,
-               oh, ow, cols)
-    return cols, oh, ow
-
-
-# -- Conv2D ----------------------------------------------------------------------------------------
 def conv2d(x, filter, strides, padding, dilations, data_format="NHWC"):  # noqa: A002 - TF's argument name
     dtype = x.dtype
-    x, w = _wide(x), _wide(filter)
+    x, w = np.ascontiguousarray(_wide(x)), _wide(filter)
     kh, kw, c, o = w.shape
-    if kh * kw * c <= DIRECT_MAX_K and not _is_pointwise(kh, kw, strides, dilations, padding):
-        oh, ow, pt, pl = geometry(x.shape[1:3], (kh, kw), strides, dilations, padding)
-        out = np.zeros((x.shape[0], oh, ow, o), x.dtype)
-        if out.size:
-            conv_direct(np.ascontiguousarray(x), np.ascontiguousarray(w), strides[1], strides[2], dilations[1],
-                        dilations[2], pt, pl, oh, ow, out)
-        return out.astype(dtype, copy=False)
-    cols, oh, ow = _columns(x, kh, kw, strides, dilations, padding)
-    out = _dot(cols, np.ascontiguousarray(w).reshape(kh * kw * c, o))
-    return out.reshape(x.shape[0], oh, ow, o).astype(dtype, copy=False)
+    w2d = np.ascontiguousarray(w).reshape(kh * kw * c, o)
+    n, h, wd, _ = x.shape
+    if _is_pointwise(kh, kw, strides):
+        return _dot(x.reshape(n * h * wd, c), w2d).reshape(n, h, wd, o).astype(dtype, copy=False)
+    g = _geometry((h, wd), kh, kw, strides, dilations, padding)
+    if n * g[8] * g[9] * o == 0 or c == 0:
+        return np.zeros((n, g[8], g[9], o), dtype)
+    return C.forward(x, w2d, g).astype(dtype, copy=False)
 
 
 def conv2d_backprop_input(filter, out_backprop, input_sizes, strides, padding, dilations, data_format="NHWC"):  # noqa: A002
     dtype = out_backprop.dtype
-    w, dy = _wide(filter), _wide(out_backprop)
+    w, dy = _wide(filter), np.ascontiguousarray(_wide(out_backprop))
     n = dy.shape[0]
     h, wd, c = (int(d) for d in input_sizes[1:])
     kh, kw, _, o = w.shape
-    oh, ow, pt, pl = geometry((h, wd), (kh, kw), strides, dilations, padding)
-    cols = _dot(np.ascontiguousarray(dy).reshape(n * oh * ow, o), np.ascontiguousarray(w).reshape(kh * kw * c, o).T)
-    if _is_pointwise(kh, kw, strides, dilations, padding):
-        return cols.reshape(n, h, wd, c).astype(dtype, copy=False)
-    out = np.zeros((n, h, wd, c), cols.dtype)
-    if cols.size:
-        col2im(cols, kh, kw, strides[1], strides[2], dilations[1], dilations[2], pt, pl, oh, ow, out)
-    return out.astype(dtype, copy=False)
+    w2d = np.ascontiguousarray(w).reshape(kh * kw * c, o)
+    if _is_pointwise(kh, kw, strides):
+        return _dot(dy.reshape(n * h * wd, o), w2d.T).reshape(n, h, wd, c).astype(dtype, copy=False)
+    g = _geometry((h, wd), kh, kw, strides, dilations, padding)
+    if dy.size == 0 or c == 0:
+        return np.zeros((n, h, wd, c), dtype)
+    return C.input_grad(dy, w2d, (h, wd, c), g).astype(dtype, copy=False)
 
 
 def conv2d_backprop_filter(x, out_backprop, filter_sizes, strides, padding, dilations, data_format="NHWC"):
     dtype = x.dtype
-    x, dy = _wide(x), _wide(out_backprop)
+    x, dy = np.ascontiguousarray(_wide(x)), np.ascontiguousarray(_wide(out_backprop))
     kh, kw, c, o = (int(d) for d in filter_sizes)
-    if kh * kw * c <= DIRECT_MAX_K and not _is_pointwise(kh, kw, strides, dilations, padding):
-        _, _, pt, pl = geometry(x.shape[1:3], (kh, kw), strides, dilations, padding)
-        out = np.zeros((kh, kw, c, o), x.dtype)
-        if dy.size:
-            conv_filter_direct(np.ascontiguousarray(x), np.ascontiguousarray(dy), strides[1], strides[2],
-                               dilations[1], dilations[2], pt, pl, out)
-        return out.astype(dtype, copy=False)
-    cols, oh, ow = _columns(x, kh, kw, strides, dilations, padding)
-    # (dyᵀ · cols)ᵀ: BLAS's fast shape (a short, wide left operand) for the usual tall cols.
-    dw = _dot(np.ascontiguousarray(dy).reshape(-1, o).T, cols).T
-    return np.ascontiguousarray(dw).reshape(kh, kw, c, o).astype(dtype, copy=False)
+    n, h, wd, _ = x.shape
+    if _is_pointwise(kh, kw, strides):
+        # (dyᵀ · x)ᵀ: BLAS's fast shape (a short, wide left operand) for a tall x.
+        dw = _dot(dy.reshape(-1, o).T, x.reshape(n * h * wd, c)).T
+        return np.ascontiguousarray(dw).reshape(kh, kw, c, o).astype(dtype, copy=False)
+    g = _geometry((h, wd), kh, kw, strides, dilations, padding)
+    if dy.size == 0 or kh * kw * c * o == 0:
+        return np.zeros((kh, kw, c, o), dtype)
+    return C.filter_grad(x, dy, kh * kw * c, g).reshape(kh, kw, c, o).astype(dtype, copy=False)
 
 
 # -- reference convolution: a sum over taps of strided slices of the padded input -------------------
@@ -269,11 +172,11 @@ def conv2d_backprop_filter_ref(x, out_backprop, filter_sizes, strides, padding, 
     return out.astype(x.dtype)
 
 
-# -- pooling (ksize/strides are NHWC 4-tuples) -------------------------------------------------------
-@njit(cache=True)
-def _max_pool(x, kh, kw, sh, sw, pt, pl, oh, ow, out):
-    n_, h_, w_, c_ = x.shape
-    for n in range(n_):
+# -- pooling (ksize/strides are NHWC 4-tuples); images n0..n1 per call, a range per thread --------------
+@njit(cache=True, nogil=True)
+def _max_pool(x, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
+    _, h_, w_, c_ = x.shape
+    for n in range(n0, n1):
         for i in range(oh):
             for j in range(ow):
                 for c in range(c_):
@@ -292,18 +195,47 @@ def _max_pool(x, kh, kw, sh, sw, pt, pl, oh, ow, out):
                                 out[n, i, j, c] = v
 
 
-@njit(cache=True)
-def _max_pool_grad(x, g, kh, kw, sh, sw, pt, pl, oh, ow, out):
-    # The gradient goes to the first maximum of each window in row-major order (as TF);
-    # channels innermost, with the running maximum and its position per channel.
-    n_, h_, w_, c_ = x.shape
-    best = np.empty(c_, x.dtype)
-    at = np.empty(c_, np.int64)
-    for n in range(n_):
+@njit(cache=True, nogil=True)
+def _max_pool_tiled(x, n0, n1, kh, kw, oh, ow, out):
+    # Windows that tile the image (stride = window, VALID): rows of channels, the first
+    # element of a window starting the maximum (what -inf and the rule below give it).
+    _, h_, w_, c_ = x.shape
+    for n in range(n0, n1):
+        xn = x[n].reshape((h_ * w_, c_))
+        on = out[n].reshape((oh * ow, c_))
         for i in range(oh):
             for j in range(ow):
+                p0 = i * kh * w_ + j * kw
+                r = on[i * ow + j]
+                first = xn[p0]
                 for c in range(c_):
-                    at[c] = -1
+                    r[c] = first[c]
+                for a in range(kh):
+                    for b in range(kw):
+                        if a or b:
+                            row = xn[p0 + a * w_ + b]
+                            for c in range(c_):
+                                v = row[c]
+                                cur = r[c]
+                                r[c] = v if (v > cur or v != v) else cur
+
+
+@njit(cache=True, nogil=True)
+def _max_pool_grad(x, g, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
+    # The gradient goes to the first maximum of each window in row-major order (as TF): the
+    # window's first in-bounds element starts the running maximum of every channel, a later
+    # one replaces it only when strictly greater (selects, no branches: vectorised over the
+    # channels), and `at` keeps its flat position so the scatter needs no division.
+    _, h_, w_, c_ = x.shape
+    best = np.empty(c_, x.dtype)
+    at = np.empty(c_, np.int64)
+    for n in range(n0, n1):
+        xn = x[n].reshape((h_ * w_, c_))
+        on = out[n].reshape((h_ * w_, c_))
+        on[:] = 0
+        for i in range(oh):
+            for j in range(ow):
+                first = True
                 for a in range(kh):
                     y = i * sh - pt + a
                     if y < 0 or y >= h_:
@@ -312,20 +244,68 @@ def _max_pool_grad(x, g, kh, kw, sh, sw, pt, pl, oh, ow, out):
                         xx = j * sw - pl + b
                         if xx < 0 or xx >= w_:
                             continue
-                        for c in range(c_):
-                            v = x[n, y, xx, c]
-                            if at[c] < 0 or v > best[c]:
-                                best[c] = v
-                                at[c] = y * w_ + xx
+                        p = y * w_ + xx
+                        row = xn[p]
+                        if first:
+                            for c in range(c_):
+                                best[c] = row[c]
+                                at[c] = p
+                            first = False
+                        else:
+                            for c in range(c_):
+                                v = row[c]
+                                take = v > best[c]
+                                best[c] = v if take else best[c]
+                                at[c] = p if take else at[c]
+                if not first:
+                    gr = g[n, i, j]
+                    for c in range(c_):
+                        on[at[c], c] += gr[c]
+
+
+@njit(cache=True, nogil=True)
+def _max_pool_grad_tiled(x, g, n0, n1, kh, kw, oh, ow, out):
+    # Windows that tile the image (stride = window, VALID: the usual 2×2 pooling): every
+    # element lies in at most one window, so each is written once (its window's gradient
+    # or 0) instead of zeroing the image and adding into it. Same first-maximum rule.
+    _, h_, w_, c_ = x.shape
+    best = np.empty(c_, x.dtype)
+    at = np.empty(c_, np.int64)
+    for n in range(n0, n1):
+        xn = x[n].reshape((h_ * w_, c_))
+        on = out[n].reshape((h_ * w_, c_))
+        for y in range(h_):   # the rows and columns no window covers
+            for xx in range(ow * kw if y < oh * kh else 0, w_):
+                on[y * w_ + xx] = 0
+        for i in range(oh):
+            for j in range(ow):
+                p0 = i * kh * w_ + j * kw
                 for c in range(c_):
-                    if at[c] >= 0:
-                        out[n, at[c] // w_, at[c] % w_, c] += g[n, i, j, c]
+                    best[c] = xn[p0, c]
+                    at[c] = p0
+                for a in range(kh):
+                    for b in range(kw):
+                        if a or b:
+                            p = p0 + a * w_ + b
+                            row = xn[p]
+                            for c in range(c_):
+                                v = row[c]
+                                take = v > best[c]
+                                best[c] = v if take else best[c]
+                                at[c] = p if take else at[c]
+                gr = g[n, i, j]
+                for a in range(kh):
+                    for b in range(kw):
+                        p = p0 + a * w_ + b
+                        row = on[p]
+                        for c in range(c_):
+                            row[c] = gr[c] if at[c] == p else 0
 
 
-@njit(cache=True)
-def _avg_pool(x, kh, kw, sh, sw, pt, pl, oh, ow, out):
-    n_, h_, w_, c_ = x.shape
-    for n in range(n_):
+@njit(cache=True, nogil=True)
+def _avg_pool(x, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
+    _, h_, w_, c_ = x.shape
+    for n in range(n0, n1):
         for i in range(oh):
             y0, y1 = max(i * sh - pt, 0), min(i * sh - pt + kh, h_)
             for j in range(ow):
@@ -341,10 +321,11 @@ def _avg_pool(x, kh, kw, sh, sw, pt, pl, oh, ow, out):
                     out[n, i, j, c] /= count
 
 
-@njit(cache=True)
-def _avg_pool_grad(g, kh, kw, sh, sw, pt, pl, oh, ow, out):
-    n_, h_, w_, c_ = out.shape
-    for n in range(n_):
+@njit(cache=True, nogil=True)
+def _avg_pool_grad(g, n0, n1, kh, kw, sh, sw, pt, pl, oh, ow, out):
+    _, h_, w_, c_ = out.shape
+    for n in range(n0, n1):
+        out[n] = 0
         for i in range(oh):
             y0, y1 = max(i * sh - pt, 0), min(i * sh - pt + kh, h_)
             for j in range(ow):
@@ -360,13 +341,21 @@ def _pool_geometry(shape, ksize, strides, padding):
     return geometry(shape[1:3], ksize[1:3], strides, (1, 1, 1, 1), padding)
 
 
+def _per_image(kernel, first, n, *args) -> None:
+    """`kernel(first, n0, n1, *args)` over the batch, a range of images per thread."""
+    if n:
+        cpu_parallel.run(lambda n0, n1: kernel(first, n0, n1, *args), n)
+
+
 def max_pool(x, ksize, strides, padding, data_format="NHWC"):
     dtype = x.dtype
     x = np.ascontiguousarray(_wide(x))
     oh, ow, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
     out = np.empty((x.shape[0], oh, ow, x.shape[3]), x.dtype)
-    if out.size:
-        _max_pool(x, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
+    if out.size and padding == "VALID" and tuple(ksize[1:3]) == tuple(strides[1:3]):
+        _per_image(_max_pool_tiled, x, x.shape[0], ksize[1], ksize[2], oh, ow, out)
+    elif out.size:
+        _per_image(_max_pool, x, x.shape[0], ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
     return out.astype(dtype, copy=False)
 
 
@@ -374,9 +363,18 @@ def max_pool_grad(orig_input, orig_output, grad, ksize, strides, padding, data_f
     dtype = orig_input.dtype
     x, g = np.ascontiguousarray(_wide(orig_input)), np.ascontiguousarray(_wide(grad))
     oh, ow, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
-    out = np.zeros(x.shape, x.dtype)
-    if g.size:
-        _max_pool_grad(x, g, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
+    if not g.size:
+        return np.zeros(orig_input.shape, dtype)
+    out = np.empty(x.shape, x.dtype)
+
+    tiled = padding == "VALID" and tuple(ksize[1:3]) == tuple(strides[1:3])
+
+    def chunk(n0: int, n1: int) -> None:
+        if tiled:
+            _max_pool_grad_tiled(x, g, n0, n1, ksize[1], ksize[2], oh, ow, out)
+        else:
+            _max_pool_grad(x, g, n0, n1, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
+    cpu_parallel.run(chunk, x.shape[0])
     return out.astype(dtype, copy=False)
 
 
@@ -386,7 +384,7 @@ def avg_pool(value, ksize, strides, padding, data_format="NHWC"):
     oh, ow, pt, pl = _pool_geometry(x.shape, ksize, strides, padding)
     out = np.empty((x.shape[0], oh, ow, x.shape[3]), x.dtype)
     if out.size:
-        _avg_pool(x, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
+        _per_image(_avg_pool, x, x.shape[0], ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
     return out.astype(dtype, copy=False)
 
 
@@ -395,9 +393,10 @@ def avg_pool_grad(grad, orig_input_shape, ksize, strides, padding, data_format="
     g = np.ascontiguousarray(_wide(grad))
     shape = (g.shape[0],) + tuple(int(d) for d in orig_input_shape[1:])
     oh, ow, pt, pl = _pool_geometry(shape, ksize, strides, padding)
-    out = np.zeros(shape, g.dtype)
-    if g.size:
-        _avg_pool_grad(g, ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
+    if not g.size:
+        return np.zeros(shape, dtype)
+    out = np.empty(shape, g.dtype)
+    _per_image(_avg_pool_grad, g, g.shape[0], ksize[1], ksize[2], strides[1], strides[2], pt, pl, oh, ow, out)
     return out.astype(dtype, copy=False)
 
 
@@ -458,9 +457,19 @@ def bias_add_ref(value, bias, data_format="NHWC"):
             ).astype(value.dtype)
 
 
+@njit(cache=True, nogil=True)
+def _column_sums(g2d):
+    # A matrix-vector product with ones: BLAS streams the rows at memory speed, where
+    # numpy's sum over axis 0 adds one short row at a time (10x slower for 32 channels).
+    return np.dot(np.ones(g2d.shape[0], g2d.dtype), g2d)
+
+
 def bias_add_grad(out_backprop, data_format="NHWC"):
-    g = _wide(out_backprop)
-    return g.reshape(-1, g.shape[-1]).sum(axis=0).astype(out_backprop.dtype)
+    g = np.ascontiguousarray(_wide(out_backprop))
+    g2 = g.reshape(-1, g.shape[-1])
+    if g2.shape[0] == 0 or g2.shape[1] == 0:
+        return np.zeros(g2.shape[1], out_backprop.dtype)
+    return _column_sums(g2).astype(out_backprop.dtype)
 
 
 def bias_add_grad_ref(out_backprop, data_format="NHWC"):

@@ -196,6 +196,7 @@ class ConcreteFunction:
         self._numpy_tried = False
         self._fast: Optional[Plan] = None   # the compiled tier, once ready
         self._compile_state = "pending"    # pending → compiling → compiled | failed | never
+        self._compile_done = threading.Event()  # set when a compile (background or not) has finished
         self.compile_seconds: Optional[float] = None
         self._param_names = function._param_names
         self._param_keys = key[1]
@@ -353,16 +354,27 @@ class ConcreteFunction:
             self._compile()
         elif self.calls >= compiler.COMPILE_AFTER_CALLS:
             self._compile_state = "compiling"
+            self._compile_done.clear()
             threading.Thread(target=self._compile, name=f"jitflow-compile-{self.name}", daemon=True).start()
 
     def compile(self) -> Optional[Plan]:
-        """Compile now (normally automatic); returns the compiled plan, or None if it failed."""
+        """Compile now (normally automatic); returns the compiled plan, or None if it failed.
+        A compile already running in the background is waited for, not repeated."""
+        if self._compile_state == "compiling" and not self._compile_done.is_set():
+            self._compile_done.wait()
         if self._compile_state not in ("compiled", "failed"):
             self._compile_state = "compiling"
+            self._compile_done.clear()
             self._compile()
         return self._fast
 
     def _compile(self) -> None:
+        try:
+            self._compile_plan()
+        finally:
+            self._compile_done.set()
+
+    def _compile_plan(self) -> None:
         start = time.perf_counter_ns()
         try:
             plan = compiler.compile_plan(self.graph, self.inputs + [ph for _, ph in self._captures],

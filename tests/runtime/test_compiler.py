@@ -397,3 +397,42 @@ def test_graphs_mixing_strings_and_numbers_compile_the_numbers(cache_dir, capsys
     np.testing.assert_allclose(out.numpy(), np.tanh([1.0, -0.5]) + 2.0, rtol=1e-6)
     assert f.list_concrete_functions()[0].tier == "compiled"
     assert "x is" in capsys.readouterr().out
+
+
+def test_bias_add_joins_the_fused_loop_and_matches_the_interpreter(cache_dir):
+    """BiasAdd lowers to the interpreter's add (bias broadcast along the last dimension), so
+    a convolution's bias + ReLU is one fused loop rather than a numpy pass and a loop."""
+    rng = np.random.default_rng(3)
+    for dtype in (np.float32, np.float64):
+        x = rng.normal(size=(4, 5, 6, 3)).astype(dtype)
+        b = rng.normal(size=3).astype(dtype)
+        interpreted, compiled = _both_tiers(lambda x, b: jf.nn.relu(jf.nn.bias_add(x, b)), x, b)
+        _bits_equal(interpreted[0], compiled[0], f"bias_add + relu {dtype.__name__}")
+        np.testing.assert_array_equal(compiled[0], np.maximum(x + b, 0))
+    f = jf.function(lambda x, b: jf.nn.relu(jf.nn.bias_add(x, b)), jit_compile=True)
+    f(jf.constant(x), jf.constant(b))
+    plan = f.list_concrete_functions()[0]._fast
+    assert len(plan.segments) == 1 and "BiasAdd" in [n.op.tf_op for n in plan.segments[0].nodes]
+
+
+def test_compile_waits_for_a_background_compile_instead_of_repeating_it(cache_dir, monkeypatch):
+    calls = []
+    real = compiler.compile_plan
+
+    def slow(*args):
+        calls.append(1)
+        time.sleep(0.3)
+        return real(*args)
+    monkeypatch.setattr(compiler, "compile_plan", slow)
+
+    @jf.function
+    def f(x):
+        return jf.reduce_sum(x * 2.0)
+
+    x = jf.constant([1.0, 2.0])
+    for _ in range(compiler.COMPILE_AFTER_CALLS):
+        f(x)
+    cf = f.list_concrete_functions()[0]
+    assert cf._compile_state == "compiling"   # the background thread is in the slow compile
+    assert cf.compile() is not None and cf.tier == "compiled"
+    assert len(calls) == 1

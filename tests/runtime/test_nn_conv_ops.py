@@ -315,3 +315,104 @@ def test_forward_ops_match_tensorflow():
     for strides, padding in (((1, 1, 1, 1), "SAME"), ((1, 2, 2, 1), "VALID")):
         np.testing.assert_allclose(jf.nn.depthwise_conv2d(x, w, strides, padding).numpy(),
                                    tf.nn.depthwise_conv2d(x, w, strides, padding).numpy(), rtol=1e-4, atol=1e-5)
+
+
+# -- the blocked, threaded CPU paths -------------------------------------------------------------------------
+@pytest.fixture
+def threads():
+    from jitflow.runtime.ops import cpu_parallel
+    yield cpu_parallel.set_intra_op_threads
+    cpu_parallel.set_intra_op_threads(0)
+
+
+@pytest.mark.parametrize("xs, ws, strides, padding, dilations", [
+    ((13, 9, 8, 5), (3, 3, 5, 7), (1, 1), "VALID", (1, 1)),   # K = 45: im2col + BLAS, several blocks
+    ((11, 7, 9, 2), (3, 2, 2, 6), (2, 1), "SAME", (1, 1)),    # K = 12: the transposed matrix
+    ((9, 10, 10, 4), (3, 3, 4, 3), (1, 1), "SAME", (2, 2)),
+])
+def test_blocked_threaded_convolution_matches_the_reference_on_any_thread_count(
+        threads, monkeypatch, xs, ws, strides, padding, dilations):
+    """Batches spanning many blocks and chains (blocks shrunk to a few images); 1 and 3
+    threads give bit-identical results (chains fixed by the sizes, not the threads)."""
+    from jitflow.runtime.ops import conv_cpu
+    monkeypatch.setattr(conv_cpu, "BLOCK_BYTES", 2 * xs[1] * xs[2] * ws[0] * ws[1] * ws[2] * 4)
+    x, w = RNG.normal(size=xs).astype(np.float32), RNG.normal(size=ws).astype(np.float32)
+    attrs = _attrs(strides, padding, dilations)
+    g = None
+    results = []
+    for n in (1, 3):
+        threads(n)
+        y = KERNELS["cpu"]["Conv2D"](x, w, **attrs)
+        g = RNG.normal(size=y.shape).astype(np.float32) if g is None else g
+        results.append((y, KERNELS["cpu"]["Conv2DBackpropInput"](w, g, input_sizes=xs, **attrs),
+                        KERNELS["cpu"]["Conv2DBackpropFilter"](x, g, filter_sizes=ws, **attrs)))
+    for one, three in zip(*results):
+        np.testing.assert_array_equal(one, three)
+    y, dx, dw = results[1]
+    _close(y, KERNELS["reference"]["Conv2D"](x, w, **attrs), np.float32)
+    _close(dx, KERNELS["reference"]["Conv2DBackpropInput"](w, g, input_sizes=xs, **attrs), np.float32)
+    np.testing.assert_allclose(dw, KERNELS["reference"]["Conv2DBackpropFilter"](x, g, filter_sizes=ws, **attrs),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_threaded_pooling_and_bias_gradient_match_the_reference(threads):
+    threads(2)
+    x = RNG.normal(size=(9, 11, 10, 3)).astype(np.float32)
+    x[0, :2, :2, 0] = 5.0   # a tie: the first maximum takes the gradient
+    s = (1, 2, 2, 1)
+    for k, padding in [((1, 3, 2, 1), "SAME"), ((1, 3, 2, 1), "VALID"), ((1, 2, 2, 1), "VALID")]:  # last: tiled
+        y = KERNELS["cpu"]["MaxPool"](x, ksize=k, strides=s, padding=padding)
+        _close(y, KERNELS["reference"]["MaxPool"](x, ksize=k, strides=s, padding=padding), np.float32)
+        g = RNG.normal(size=y.shape).astype(np.float32)
+        _close(KERNELS["cpu"]["MaxPoolGrad"](x, y, g, ksize=k, strides=s, padding=padding),
+               KERNELS["reference"]["MaxPoolGrad"](x, y, g, ksize=k, strides=s, padding=padding), np.float32)
+        _close(KERNELS["cpu"]["AvgPoolGrad"](g, orig_input_shape=x.shape, ksize=k, strides=s, padding=padding),
+               KERNELS["reference"]["AvgPoolGrad"](g, orig_input_shape=x.shape, ksize=k, strides=s,
+                                                   padding=padding), np.float32)
+    big = RNG.normal(size=(40000, 5)).astype(np.float32)   # several chains of rows
+    np.testing.assert_allclose(KERNELS["cpu"]["BiasAddGrad"](big), big.astype(np.float64).sum(axis=0),
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_intra_op_pool_runs_every_piece_once_and_reraises_after_all_finished(threads):
+    from jitflow.runtime.ops import cpu_parallel
+    threads(3)
+    seen = np.zeros(1000, int)
+
+    def mark(lo, hi):
+        seen[lo:hi] += 1
+        cpu_parallel.run(lambda a, b: None, 10)   # a kernel inside a kernel runs serially
+    cpu_parallel.run(mark, 1000)
+    assert (seen == 1).all()
+    finished = []
+
+    def fail(lo, hi):
+        if lo == 0:
+            raise ValueError("piece 0")
+        finished.extend(range(lo, hi))
+    with pytest.raises(ValueError, match="piece 0"):
+        cpu_parallel.run(fail, 12)
+    assert finished and sorted(finished) == list(range(min(finished), 12))   # every other piece ran
+    with pytest.raises(ValueError, match="non-negative integer"):
+        cpu_parallel.set_intra_op_threads(-1)
+
+
+def test_intra_op_threads_from_the_environment(monkeypatch):
+    from jitflow.runtime.ops import cpu_parallel
+    monkeypatch.setenv("JITFLOW_INTRA_OP_THREADS", "two")
+    with pytest.raises(ValueError, match="JITFLOW_INTRA_OP_THREADS: expected a positive integer; got 'two'"):
+        cpu_parallel._from_environment()
+    monkeypatch.setenv("JITFLOW_INTRA_OP_THREADS", "3")
+    assert cpu_parallel._from_environment() == 3
+
+
+def test_config_threading_sets_the_kernels_threads(threads):
+    jf.config.threading.set_intra_op_parallelism_threads(1)
+    assert jf.config.threading.get_intra_op_parallelism_threads() == 1
+    x = RNG.normal(size=(4, 6, 6, 3)).astype(np.float32)
+    w = RNG.normal(size=(3, 3, 3, 4)).astype(np.float32)
+    one = jf.nn.conv2d(x, w, 1, "SAME").numpy()
+    jf.config.threading.set_intra_op_parallelism_threads(3)
+    np.testing.assert_array_equal(jf.nn.conv2d(x, w, 1, "SAME").numpy(), one)
+    with pytest.raises(ValueError, match="num_threads: expected a non-negative integer"):
+        jf.config.threading.set_intra_op_parallelism_threads(-2)
