@@ -7,7 +7,8 @@ plans never come here. The rules (TF's, with soft placement):
   printing, Python callbacks, summaries) and ops on strings run on the CPU.
 - Control flow, function calls and variable ops are *device-agnostic*: they run on the
   host and drive whatever device their values live on (a variable's ops run where the
-  variable lives); their outputs' device is known only at run time.
+  variable lives; a read of a mirrored variable traced in a replica, where that replica's GPU
+  holds its copy: see `mirrored_reader`); their outputs' device is known only at run time.
 - Any other op goes to the innermost `jf.device(...)` (eagerly) or its node's device
   (in a graph) when that device exists, else to the first visible GPU, else the CPU.
 

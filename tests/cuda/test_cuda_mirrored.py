@@ -123,3 +123,13 @@ def test_two_gpus_train_like_one_in_a_function(two_gpus, reads):
     np.testing.assert_allclose(losses_two, losses_one, rtol=1e-5)
     for a, b in zip(one, two):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_keras_fit_on_two_gpus_reads_each_copy_and_matches_one(two_gpus, reads):
+    one = _models.keras_fit(jf.distribute.MirroredStrategy(two_gpus[:1]), epochs=1, rows=20)
+    two = _models.keras_fit(jf.distribute.MirroredStrategy(two_gpus), epochs=1, rows=20)
+    assert {device for device, _ in reads} == {GPU.format(0), GPU.format(1)}  # fit's compiled step read GPU 1's copies
+    for a, b in zip(one[0], two[0]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(two[1]["loss"], one[1]["loss"], rtol=1e-5)
+    np.testing.assert_allclose(two[3], one[3], rtol=1e-5, atol=1e-6)
