@@ -281,7 +281,8 @@ class Plan:
                 continue
             args = [arg(t, device) for t in node.inputs]
             backend = "cpu" if device == CPU0 else "cuda"
-            env[f"k{j}"] = bind_kernel(node.op, backend, node.attrs, [t._dtype for t in node.inputs])
+            env[f"k{j}"] = (device == PL.DYNAMIC and PL.mirrored_reader(node)
+                            or bind_kernel(node.op, backend, node.attrs, [t._dtype for t in node.inputs]))
             outs = [f"v{j}_{k}" for k in range(len(node.outputs))]
             for k, name in enumerate(outs):
                 expr[(id(node), k)] = name

@@ -7,7 +7,8 @@ plans never come here. The rules (TF's, with soft placement):
   printing, Python callbacks, summaries) and ops on strings run on the CPU.
 - Control flow, function calls and variable ops are *device-agnostic*: they run on the
   host and drive whatever device their values live on (a variable's ops run where the
-  variable lives); their outputs' device is known only at run time.
+  variable lives; a read of a mirrored variable traced in a replica, where that replica's GPU
+  holds its copy: see `mirrored_reader`); their outputs' device is known only at run time.
 - Any other op goes to the innermost `jf.device(...)` (eagerly) or its node's device
   (in a graph) when that device exists, else to the first visible GPU, else the CPU.
 
@@ -244,7 +245,7 @@ def place_plan(nodes: Sequence[Any]) -> Optional[Dict[int, str]]:
         if op in DEVICE_AGNOSTIC:  # runs on the host; a variable's ops show under its device
             placed[id(node)] = DYNAMIC
             var = _variable_of(node)
-            node.device = var._device_name if var is not None else CPU0
+            node.device = _variable_device(node, var) if var is not None else CPU0
             continue
         strings = any(t._dtype.is_string for t in list(node.inputs) + list(node.outputs))
         if strings or not has_gpu_kernel(op):
@@ -267,6 +268,45 @@ def _variable_of(node: Any) -> Any:
         return None
     src = node.inputs[0].node
     return src.attrs.get("_variable") if src.op.tf_op == "Placeholder" else None
+
+
+def _mirrors_of(var: Any) -> Any:
+    """The variable's `state.mirrors.Mirrors` (copies on other GPUs), or None; through an
+    `UnreadVariable` handle to the variable it updated."""
+    return getattr(getattr(var, "_shared_resource", var), "_mirrors", None)
+
+
+def _variable_device(node: Any, var: Any) -> str:
+    """Where a variable op shows: the variable's device; for a read of a mirrored variable
+    traced in a replica (under `jf.device(<the replica's GPU>)`) that has a copy on that GPU,
+    the GPU, whose copy `mirrored_reader` makes the read return."""
+    mirrors = _mirrors_of(var)
+    if mirrors is None or not node.device or node.op.tf_op != "ReadVariableOp":
+        return var._device_name
+    here = devices.resolve(_spec_of(node.device))
+    return here if here in mirrors.devices else var._device_name
+
+
+def mirrored_reader(node: Any) -> Optional[Any]:
+    """The kernel of a placed `ReadVariableOp` of a mirrored variable: it returns the copy on
+    the node's device (set by `place_plan`: the replica's GPU, or the primary's), so inside a
+    compiled function each replica computes with its own GPU's copy, as in eager
+    `strategy.run`. None for any other node (those keep the registered kernel: no cost for
+    variables without copies)."""
+    if node.op.tf_op != "ReadVariableOp":
+        return None
+    var = _variable_of(node)
+    mirrors = _mirrors_of(var)
+    if mirrors is None:
+        return None
+    device, kernel = node.device, KERNELS["cpu"]["ReadVariableOp"]
+    dtype = node.attrs["dtype"]
+
+    def read(handle: Any) -> Any:
+        if handle._value is None:  # not initialised yet: the kernel raises the error that says so
+            return kernel(handle, dtype)
+        return mirrors.value_on(getattr(handle, "_shared_resource", handle), device)
+    return read
 
 
 def install() -> None:

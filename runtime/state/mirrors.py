@@ -4,10 +4,13 @@ A variable created in the scope of a `MirroredStrategy` over several GPUs lives 
 first of them (its primary copy, `var.device`) and gets a `Mirrors` for the others. A
 read inside a replica (whose thread runs under `jf.device(<its GPU>)`) returns the copy
 on that replica's GPU, so each replica computes with weights in its own device memory,
-as TF's mirrored variables do. Updates go to the primary copy (the optimizer applies the
-all-reduced gradients once, in the merge); each bumps the variable's version, and the
-next read on another device refreshes that device's copy first (one device-to-device
-copy per variable and device per update, instead of one update per device).
+as TF's mirrored variables do. In a compiled function the same holds per read: a read
+traced in a replica is bound to the copy on that replica's GPU (`placement.mirrored_reader`
+calls `value_on` with it), so one trace serves every replica. Updates go to the primary
+copy (the optimizer applies the all-reduced gradients once, in the merge); each bumps the
+variable's version, and the next read on another device refreshes that device's copy
+first (one device-to-device copy per variable and device per update, instead of one
+update per device).
 
 The copies are allocated from each logical GPU's own allocator (`device_memory`), so
 `memory_limit`s and memory statistics see them where they are.
