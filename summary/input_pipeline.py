@@ -12,7 +12,6 @@ before it that flushes afterwards). Writes happen when a writer flushes or close
 from __future__ import annotations
 
 import json
-import os
 import threading
 import weakref
 from time import time as _now
@@ -24,6 +23,7 @@ from jitflow.runtime.core import input_stats
 from jitflow.runtime.core.context import init_scope
 from jitflow.runtime.core.tensor import SymbolicTensor
 from jitflow.summary import context, protos
+from jitflow.summary.periodic import PeriodicRefresher
 from jitflow.summary.values import as_step
 
 PLUGIN_NAME = "jitflow_input_pipeline"
@@ -35,7 +35,6 @@ _lock = threading.RLock()
 _assigned: "weakref.WeakKeyDictionary[Any, Dict[int, int]]" = weakref.WeakKeyDictionary()
 _unassigned: "weakref.WeakValueDictionary[int, input_stats.IteratorStats]" = weakref.WeakValueDictionary()
 _stats: "weakref.WeakValueDictionary[int, input_stats.IteratorStats]" = weakref.WeakValueDictionary()
-_refresher: Optional[threading.Thread] = None
 
 
 def _metadata() -> summary_pb2.SummaryMetadata:
@@ -54,7 +53,7 @@ def _on_new_iterator(stats: input_stats.IteratorStats) -> None:
             _assigned.setdefault(writer, {})[stats.id] = -1
         else:
             _unassigned[stats.id] = stats
-    _start_refresher()
+    _refresher.ensure_started()
 
 
 def payload(writer: Any) -> Optional[dict]:
@@ -128,27 +127,7 @@ def _refresh_once() -> None:
                 pass
 
 
-def _refresh_forever() -> None:
-    pause = threading.Event()
-    while True:
-        pause.wait(REFRESH_SECONDS)
-        _refresh_once()
-
-
-def _start_refresher() -> None:
-    global _refresher
-    if _refresher is None:
-        _refresher = threading.Thread(target=_refresh_forever, name="jitflow-input-stats", daemon=True)
-        _refresher.start()
-
-
-def _forget_refresher() -> None:  # a forked child has no threads: start one there when needed
-    global _refresher
-    _refresher = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_refresher)
+_refresher = PeriodicRefresher("jitflow-input-stats", lambda: REFRESH_SECONDS, lambda: _refresh_once())
 
 # Iterators made before this module loaded (jitflow loads the summary package on first use
 # of `jf.summary`) go to the first writer that flushes, like later ones made with no writer.

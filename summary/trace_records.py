@@ -23,7 +23,6 @@ the records.
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import weakref
@@ -37,6 +36,7 @@ from jitflow.runtime.tracing import trace_records as _records
 from jitflow.runtime.core.context import init_scope
 from jitflow.runtime.core.tensor import SymbolicTensor
 from jitflow.summary import context, protos
+from jitflow.summary.periodic import PeriodicRefresher
 from jitflow.summary.values import as_step
 
 PLUGIN_NAME = "jitflow_trace"
@@ -128,7 +128,7 @@ def _write(writer, record: _records.TraceRecord, step: Optional[int]) -> None:
         state = _state(writer)
         state.functions[record.function_id] = record.function
         state.graphs[record.graph_name] = record.function_id
-    _start_refresher()
+    _refresher.ensure_started()
 
 
 def write_record(record: _records.TraceRecord) -> bool:
@@ -225,7 +225,6 @@ def write_stats(writer) -> bool:
     return True
 
 
-_refresher: Optional[threading.Thread] = None
 
 
 def _is_open(writer) -> bool:
@@ -244,27 +243,7 @@ def _refresh_once() -> None:
                 pass
 
 
-def _refresh_forever() -> None:
-    pause = threading.Event()
-    while True:
-        pause.wait(STATS_INTERVAL)
-        _refresh_once()   # its locals (the writers) go with each round: weak keys stay weak
-
-
-def _start_refresher() -> None:
-    global _refresher
-    if _refresher is None:
-        _refresher = threading.Thread(target=_refresh_forever, name="jitflow-trace-stats", daemon=True)
-        _refresher.start()
-
-
-def _forget_refresher() -> None:   # a forked child has no threads: start one there when needed
-    global _refresher
-    _refresher = None
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_refresher)
+_refresher = PeriodicRefresher("jitflow-trace-stats", lambda: STATS_INTERVAL, lambda: _refresh_once())
 
 
 def _on_flush(writer) -> None:

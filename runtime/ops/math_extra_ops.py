@@ -325,30 +325,38 @@ def _along_last(x: np.ndarray, axis: int):
     return np.ascontiguousarray(moved).reshape(outer, x.shape[axis]), moved.shape
 
 
-def _cumsum_kernel(x, axis, exclusive, reverse):
-    x = np.asarray(x)
-    axis = normalize_axis(axis, x.ndim)
-    x2, moved_shape = _along_last(x, axis)
-    work = x2.astype(np.float32) if x.dtype == np.float16 else x2
-    out = np.empty_like(work)
-    if out.size:
-        cumsum_2d(work, out, exclusive, reverse, work.dtype.type(0))
-    return np.moveaxis(out.astype(x.dtype, copy=False).reshape(moved_shape), -1, axis)
+def _scan_kernel(scan_2d, identity: int):
+    """A cumulative-scan kernel (cumsum, cumprod) along any axis: the axis is moved last and
+    each row scanned by `scan_2d` (float16 in float32, as TF accumulates)."""
+    def kernel(x, axis, exclusive, reverse):
+        x = np.asarray(x)
+        axis = normalize_axis(axis, x.ndim)
+        x2, moved_shape = _along_last(x, axis)
+        work = x2.astype(np.float32) if x.dtype == np.float16 else x2
+        out = np.empty_like(work)
+        if out.size:
+            scan_2d(work, out, exclusive, reverse, work.dtype.type(identity))
+        return np.moveaxis(out.astype(x.dtype, copy=False).reshape(moved_shape), -1, axis)
+    return kernel
 
 
-def _cumsum_ref(x, axis, exclusive, reverse):
-    x = np.asarray(x)
-    if reverse:
-        x = np.flip(x, axis)
-    out = np.cumsum(x, axis=axis, dtype=x.dtype)
-    if exclusive:
-        shifted = np.zeros_like(out)
-        src = [slice(None)] * x.ndim
-        dst = [slice(None)] * x.ndim
-        src[axis], dst[axis] = slice(0, -1), slice(1, None)
-        shifted[tuple(dst)] = out[tuple(src)]
-        out = shifted
-    return np.flip(out, axis) if reverse else out
+def _scan_ref(np_scan, identity: int):
+    """numpy's reference for a scan kernel: `np_scan` (np.cumsum, np.cumprod), shifted by one
+    with `identity` in front when exclusive, over the flipped axis when reversed."""
+    def reference(x, axis, exclusive, reverse):
+        x = np.asarray(x)
+        if reverse:
+            x = np.flip(x, axis)
+        out = np_scan(x, axis=axis, dtype=x.dtype)
+        if exclusive:
+            shifted = np.full_like(out, identity)
+            src = [slice(None)] * x.ndim
+            dst = [slice(None)] * x.ndim
+            src[axis], dst[axis] = slice(0, -1), slice(1, None)
+            shifted[tuple(dst)] = out[tuple(src)]
+            out = shifted
+        return np.flip(out, axis) if reverse else out
+    return reference
 
 
 def _cumsum_infer(specs, attrs):
@@ -361,36 +369,10 @@ def _cumsum_infer(specs, attrs):
     return [specs[0]]
 
 
-register("Cumsum", _cumsum_infer, cpu=_cumsum_kernel, reference=_cumsum_ref, public_name="math.cumsum")
-
-
-def _cumprod_kernel(x, axis, exclusive, reverse):
-    x = np.asarray(x)
-    axis = normalize_axis(axis, x.ndim)
-    x2, moved_shape = _along_last(x, axis)
-    work = x2.astype(np.float32) if x.dtype == np.float16 else x2
-    out = np.empty_like(work)
-    if out.size:
-        cumprod_2d(work, out, exclusive, reverse, work.dtype.type(1))
-    return np.moveaxis(out.astype(x.dtype, copy=False).reshape(moved_shape), -1, axis)
-
-
-def _cumprod_ref(x, axis, exclusive, reverse):
-    x = np.asarray(x)
-    if reverse:
-        x = np.flip(x, axis)
-    out = np.cumprod(x, axis=axis, dtype=x.dtype)
-    if exclusive:
-        shifted = np.ones_like(out)
-        src = [slice(None)] * x.ndim
-        dst = [slice(None)] * x.ndim
-        src[axis], dst[axis] = slice(0, -1), slice(1, None)
-        shifted[tuple(dst)] = out[tuple(src)]
-        out = shifted
-    return np.flip(out, axis) if reverse else out
-
-
-register("Cumprod", _cumsum_infer, cpu=_cumprod_kernel, reference=_cumprod_ref, public_name="math.cumprod")
+register("Cumsum", _cumsum_infer, cpu=_scan_kernel(cumsum_2d, 0), reference=_scan_ref(np.cumsum, 0),
+         public_name="math.cumsum")
+register("Cumprod", _cumsum_infer, cpu=_scan_kernel(cumprod_2d, 1), reference=_scan_ref(np.cumprod, 1),
+         public_name="math.cumprod")
 
 
 def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
