@@ -95,10 +95,13 @@ def move_rows(dst, src, pos, width, total):
 
 
 @cuda.jit
-def chunk_counts(counts, mask, chunk, n):
-    for c in range(cuda.grid(1), counts.size, cuda.gridsize(1)):
+def chunk_counts(counts, mask, chunk, n, m):
+    for c in range(cuda.grid(1), m, cuda.gridsize(1)):
         s = 0
-        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+        end = (c + 1) * chunk
+        if end > n:
+            end = n
+        for i in range(c * chunk, end):
             if mask[i]:
                 s += 1
         counts[c] = s
@@ -116,10 +119,13 @@ def exclusive_scan(offsets, counts, m):
 
 
 @cuda.jit
-def chunk_place(pos, mask, offsets, chunk, n):
-    for c in range(cuda.grid(1), offsets.size - 1, cuda.gridsize(1)):
+def chunk_place(pos, mask, offsets, chunk, n, m):
+    for c in range(cuda.grid(1), m, cuda.gridsize(1)):
         p = offsets[c]
-        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+        end = (c + 1) * chunk
+        if end > n:
+            end = n
+        for i in range(c * chunk, end):
             if mask[i]:
                 pos[i] = p
                 p += 1
@@ -353,9 +359,9 @@ def _compact(mask: Any, n: int) -> Tuple[Any, int]:
     m = -(-n // CHUNK)
     counts = CK.empty((m,), I64)
     offsets = CK.empty((m + 1,), I64)
-    CK.launch(chunk_counts, m, counts, mask, CHUNK, n)
+    CK.launch(chunk_counts, m, counts, mask, CHUNK, n, m)
     CK.launch(exclusive_scan, 1, offsets, counts, m)
-    CK.launch(chunk_place, m, pos, mask, offsets, CHUNK, n)
+    CK.launch(chunk_place, m, pos, mask, offsets, CHUNK, n, m)
     return pos, _scalar(offsets, m)
 
 
