@@ -165,6 +165,20 @@ def scatter_values(out, lin, vals, n):
 
 
 @cuda.jit
+def scatter_last(out, lin, vals, n):
+    """Unvalidated indices may repeat: the last entry of a position is written, as numpy's
+    `out[lin] = vals` does (each entry looks for a later one at its position)."""
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        last = True
+        for j in range(i + 1, n):
+            if lin[j] == lin[i]:
+                last = False
+                break
+        if last:
+            out[lin[i]] = vals[i]
+
+
+@cuda.jit
 def atomic_scatter_add(out, lin, vals, n):
     for i in range(cuda.grid(1), n, cuda.gridsize(1)):
         cuda.atomic.add(out, lin[i], vals[i])
@@ -414,7 +428,7 @@ def _to_dense(indices, dense_shape, values, default_value, validate_indices):
     out = CK.empty(shape, values.dtype)
     flat = CK.flat(out)
     _launch(fill_from, flat.size, flat, CK.flat(CK.cast(default_value, values.dtype)))
-    _launch(scatter_values, n, flat, lin, CK.flat(values), n)
+    _launch(scatter_values if validate_indices else scatter_last, n, flat, lin, CK.flat(values), n)
     return out
 
 

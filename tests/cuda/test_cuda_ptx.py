@@ -226,6 +226,7 @@ def test_sparse_op_kernels():
         n += compile_all(S.from_dense_fill, [(i, a, a, i, i, I64, I64)])
         n += compile_all(S.fill_from, [(a, a)])
         n += compile_all(S.scatter_values, [(a, i, a, I64)])
+        n += compile_all(S.scatter_last, [(a, i, a, I64)])
         n += compile_all(S.place_row_entries, [(i, a, i, a, i, I64, I64)])
         n += compile_all(S.place_empty_rows, [(i, a, b, i, a, I64, I64)])
         n += compile_all(S.copy_into, [(a, I64, a, I64)])

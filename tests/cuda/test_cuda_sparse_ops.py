@@ -57,7 +57,8 @@ def examples(op: str, dt: Any) -> List[Tuple[tuple, Dict[str, Any]]]:
                 ((i64([[0, 1], [0, 1]]), SHAPE, v4[:2], one), {"validate_indices": True}),  # repeated
                 ((i64([[0, 4]]), SHAPE, v4[:1], one), {"validate_indices": True}),  # out of bounds
                 ((NONE2, SHAPE, v4[:0], one), {"validate_indices": True}),
-                ((i64([[2], [0]]), i64([3]), v4[:2], one), {"validate_indices": False})]
+                ((i64([[2], [0]]), i64([3]), v4[:2], one), {"validate_indices": False}),
+                ((i64([[1, 1], [0, 2], [1, 1], [1, 1]]), SHAPE, v4, one), {"validate_indices": False})]  # last wins
     if op == "SparseFromDense":
         zeros = np.zeros((2, 3), dt)
         return [((dense * (np.arange(12).reshape(3, 4) % 3 == 0).astype(dt),), {}), ((zeros,), {}),
