@@ -36,7 +36,7 @@ def _add_kernel(a_indices, a_values, a_shape, b_indices, b_values, b_shape, thre
     first = np.ones(len(linear), dtype=bool)
     first[1:] = linear[1:] != linear[:-1]
     starts = np.nonzero(first)[0]
-    summed = np.add.reduceat(values, starts) if len(values) else values
+    summed = np.add.reduceat(values, starts, dtype=values.dtype) if len(values) else values  # numpy widens ints
     both = np.diff(np.append(starts, len(values))) > 1
     keep = ~both | (np.abs(summed) >= thresh)  # TF keeps a sum when thresh <= |sum|; single entries always
     return _unravel(linear[starts][keep], shape), summed[keep], np.asarray(shape, dtype=_I64)
@@ -52,7 +52,7 @@ register("SparseAdd", _add_infer, cpu=_add_kernel, public_name="sparse.add", def
 def _dense_add_kernel(indices, values, dense_shape, dense):
     dense = np.asarray(dense)
     shape = _shape_of(dense_shape)
-    out = np.array(np.broadcast_to(dense, shape), dtype=np.result_type(dense, np.asarray(values)))
+    out = np.array(np.broadcast_to(dense, shape), dtype=np.result_type(dense, np.asarray(values)), order="C")
     np.add.at(out.reshape(-1), _linear(indices, shape, "sparse.add"), values)
     return out
 
@@ -281,9 +281,9 @@ def _matmul_kernel(a_indices, a_values, a_shape, b, adjoint_a, adjoint_b):
     m, k = shape
     if adjoint_a:
         rows, cols, m, k = cols, rows, k, m
-        values = np.conj(values)
+        values = np.conj(values) if np.iscomplexobj(values) else values  # (np.conj makes bools int8)
     if adjoint_b:
-        b = np.conj(b).T
+        b = (np.conj(b) if np.iscomplexobj(b) else b).T
     if b.shape[0] != k:
         raise InvalidArgumentError(f"sparse_dense_matmul: Cannot multiply A and B because inner dimension does "
                                    f"not match: {k} vs. {b.shape[0]}")

@@ -150,7 +150,8 @@ def _gather_nd_grad(rec, g):
 def _from_dense_kernel(x):
     x = np.asarray(x)
     mask = x != (b"" if x.dtype == object else 0)
-    return np.argwhere(mask).astype(_I64).reshape(-1, x.ndim), x[mask], np.asarray(x.shape, dtype=_I64)
+    count = int(np.count_nonzero(mask))  # (reshape(-1, 0) is ambiguous for a 0-d input)
+    return np.argwhere(mask).astype(_I64).reshape(count, x.ndim), x[mask], np.asarray(x.shape, dtype=_I64)
 
 
 def _from_dense_infer(specs, attrs):

@@ -196,3 +196,48 @@ def test_extra_op_kernels():
         n += compile_all(X.einsum2, [(arr(dt), arr(dt), tup(2), tup(1), arr(dt), tup(2), tup(1), tup(2), tup(1),
                                       I64, zero)])
     assert n > 40
+
+
+def test_sparse_op_kernels():
+    """The kernels of runtime/backends/cuda_sparse_kernels.py (the jf.sparse ops), with the value
+    dtypes they see: every dtype for data movement, the widened ones for sums and atomics."""
+    from jitflow.runtime.backends import cuda_sparse_kernels as S
+    i, b, f64, flag = arr(np.int64), arr(np.bool_), T.float64, T.boolean
+    moved = [np.float16] + FLOATS + INTS + [np.bool_]
+    summed = [np.float32, np.float64, np.int32, np.int64]       # what the atomics see (S.WIDE)
+    added = summed + [np.int8, np.int16, np.uint8]              # SparseAdd's run sums
+    n = 0
+    n += compile_all(S.linearize, [(i, i, i, i, I64, I64)])
+    n += compile_all(S.first_unordered, [(i, i, I64)])
+    n += compile_all(S.unravel, [(i, i, i, I64, I64)])
+    n += compile_all(S.stable_rank, [(i, i, I64)])
+    n += compile_all(S.chunk_counts, [(i, b, I64, I64, I64)])
+    n += compile_all(S.exclusive_scan, [(i, i, I64)])
+    n += compile_all(S.chunk_place, [(i, b, i, I64, I64, I64)])
+    n += compile_all(S.in_box, [(b, i, i, i, I64, I64)])
+    n += compile_all(S.shift_rows, [(i, i, i, i, I64, I64)])
+    n += compile_all(S.insert_zero_column, [(i, i, I64, I64, I64)])
+    n += compile_all(S.row_counts, [(i, i, I64, I64)])
+    n += compile_all(S.row_totals, [(i, b, i, I64)])
+    n += compile_all(S.copy_shifted_rows, [(i, I64, i, I64, I64, I64, I64)])
+    for dt in moved:
+        a = arr(dt)
+        n += compile_all(S.move_rows, [(a, a, i, I64, I64)])
+        n += compile_all(S.from_dense_fill, [(i, a, a, i, i, I64, I64)])
+        n += compile_all(S.fill_from, [(a, a)])
+        n += compile_all(S.scatter_values, [(a, i, a, I64)])
+        n += compile_all(S.scatter_last, [(a, i, a, I64)])
+        n += compile_all(S.place_row_entries, [(i, a, i, a, i, I64, I64)])
+        n += compile_all(S.place_empty_rows, [(i, a, b, i, a, I64, I64)])
+        n += compile_all(S.copy_into, [(a, I64, a, I64)])
+        if dt is not np.float16:  # float16 is compared and multiplied in float32
+            n += compile_all(S.nonzero_mask, [(b, a, I64)])
+            n += compile_all(S.picked_cwise, [(a, i, a, a, i, I64, flag, I64)])
+    for dt in added:
+        n += compile_all(S.group_sums, [(arr(dt), b, i, arr(dt), f64, flag, I64)])
+    for dt in summed:
+        a = arr(dt)
+        n += compile_all(S.atomic_scatter_add, [(a, i, a, I64)])
+        n += compile_all(S.reduce_scatter, [(a, i, a, i, I64, I64)])
+        n += compile_all(S.sparse_dense_matmul, [(a, i, a, a, I64, flag, I64)])
+    assert n > 100

@@ -88,6 +88,22 @@ def test_ops_match_numpy():
         jf.sparse.reshape(a, [3, 3])
 
 
+def test_kernel_edge_cases_keep_dtypes_and_broadcast():
+    """Found by comparing with the CUDA kernels: numpy widens int sums, np.conj makes bools int8,
+    a copy of a broadcast view can keep zero strides, reshape(-1, 0) is ambiguous."""
+    a = _st([[0, 0], [1, 1]], np.array([1, 2], np.int32), [2, 2])
+    summed = jf.sparse.add(a, _st([[1, 1]], np.array([3], np.int32), [2, 2]))
+    assert summed.values.dtype == jf.int32 and summed.values.numpy().tolist() == [1, 5]
+    row = jf.sparse.add(_st([[0, 1], [1, 0]], [1.0, 2.0], [2, 2]), jf.constant([10.0, 20.0]))
+    assert row.numpy().tolist() == [[10.0, 21.0], [12.0, 20.0]]
+    scalar = jf.sparse.from_dense(jf.constant(3.0))
+    assert scalar.indices.shape == [1, 0] and scalar.values.numpy().tolist() == [3.0]
+    assert jf.sparse.from_dense(jf.constant(0)).indices.shape == [0, 0]
+    flags = _st([[0, 1]], [True], [1, 2])
+    prod = jf.sparse.sparse_dense_matmul(flags, jf.constant([[True, False]]), adjoint_b=True)
+    assert prod.dtype == jf.bool_ and prod.numpy().tolist() == [[False]]
+
+
 def test_gradients_through_to_dense_and_matmul():
     values = jf.Variable([1.0, 2.0])
     w = jf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2))

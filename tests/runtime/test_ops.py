@@ -92,6 +92,15 @@ NOT_HERE.update({name: "tests/data/ (input pipelines)" for name in (
     "StringSplitV2", "StringStrip", "StringToNumber", "WriteFile", "RGBToGrayscale", "GrayscaleToRGB",
     "AdjustImage")})
 
+# jf.sparse ops (COO components in, COO components out): CPU kernels against numpy in
+# tests/data/test_sparse.py and TensorFlow in test_sparse_tf.py; CUDA kernels against these CPU
+# kernels in tests/cuda/test_cuda_sparse_ops.py.
+NOT_HERE.update({name: "tests/data/test_sparse.py, test_sparse_tf.py, tests/cuda/test_cuda_sparse_ops.py"
+                 for name in ("SparseAdd", "SparseConcat", "SparseDenseCwiseOp", "SparseExpandDims",
+                              "SparseFillEmptyRows", "SparseFromDense", "SparseReduceSum", "SparseReorder",
+                              "SparseReshape", "SparseRetain", "SparseSlice", "SparseTensorDenseAdd",
+                              "SparseTensorDenseMatMul", "SparseToDense")})
+
 WORDS = np.array([b"a", b"bc", b"", b"d\xc3\xa9", b"xyz", b"q"], dtype=object)
 
 
