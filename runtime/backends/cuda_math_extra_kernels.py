@@ -40,11 +40,17 @@ def nonzero_flags(flags, x):
         flags[i] = 1 if x[i] != 0 else 0
 
 
+@cuda.jit(device=True)
+def _chunk_end(c, chunk, n):
+    end = (c + 1) * chunk  # not min(): numba's builtin min overload does not compile for CUDA
+    return n if end > n else end
+
+
 @cuda.jit
 def chunk_counts(counts, flags, chunk):
     for c in range(cuda.grid(1), counts.size - 1, cuda.gridsize(1)):
         total = 0
-        for i in range(c * chunk, min((c + 1) * chunk, flags.size)):
+        for i in range(c * chunk, _chunk_end(c, chunk, flags.size)):
             total += flags[i]
         counts[c] = total
 
@@ -65,7 +71,7 @@ def exclusive_scan(counts):
 def chunk_offsets(offsets, flags, counts, chunk):
     for c in range(cuda.grid(1), counts.size - 1, cuda.gridsize(1)):
         acc = counts[c]
-        for i in range(c * chunk, min((c + 1) * chunk, flags.size)):
+        for i in range(c * chunk, _chunk_end(c, chunk, flags.size)):
             offsets[i] = acc
             acc += flags[i]
 
