@@ -578,8 +578,9 @@ def _det(x):
 
 
 # -- complex numbers ------------------------------------------------------------------------------------
-_REAL = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
-_COMPLEX = {v: k for k, v in _REAL.items()}
+_REAL: Dict[np.dtype, np.dtype] = {np.dtype(np.complex64): np.dtype(np.float32),
+                                   np.dtype(np.complex128): np.dtype(np.float64)}
+_COMPLEX: Dict[np.dtype, np.dtype] = {v: k for k, v in _REAL.items()}
 
 
 class Typed(CK.Elementwise):
