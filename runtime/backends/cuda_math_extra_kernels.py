@@ -497,10 +497,12 @@ def _scatter_add(tensor, indices, updates):
 
 def _slice_assign(var, value, *dynamic, index, dtype):
     """`v[key].assign(value)` on the variable's GPU: a copy of the value with the slice
-    replaced (broadcast like numpy's), swapped in as the variable's value."""
-    if var._device_name == devices.CPU0:
-        return KERNELS["cpu"]["ResourceStridedSliceAssign"](var, CK.host(value) if hasattr(value, "copy_to_host")
-                                                            else value, *dynamic, index=index, dtype=dtype)
+    replaced (broadcast like numpy's), swapped in as the variable's value. Device-agnostic
+    (placement.DEVICE_AGNOSTIC), like the other variable updates: it runs on the host and
+    drives the variable's device, so the variable itself is never copied to a GPU."""
+    if var._device_name == devices.CPU0:  # device-agnostic op: it runs where the variable lives
+        host = [CK.host(a) if D.is_device_array(a) else a for a in (value,) + dynamic]
+        return KERNELS["cpu"]["ResourceStridedSliceAssign"](var, *host, index=index, dtype=dtype)
     key = CK._slice_key(dynamic, index)
     current = var._value
     start, strides, shape = CK._view_of(current.shape, key)

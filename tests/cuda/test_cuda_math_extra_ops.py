@@ -141,3 +141,58 @@ def test_sliced_assignment_updates_a_gpu_variable_in_place_of_a_copy():
     with pytest.raises(jf.errors.InvalidArgumentError, match="cannot assign"):
         v[0].assign(jf.ones([3]))
     np.testing.assert_array_equal(v.numpy(), want)  # a refused assignment changes nothing
+
+    @jf.function
+    def step(k):
+        v[:, k].assign(jf.fill([3], 5.0))
+        at = jf.reshape(jf.stack([0, k, 2, 3]), [2, 2])
+        return jf.gather_nd(v, at), jf.tensor_scatter_nd_add(v, [[1, 1]], [100.0])
+
+    picked, scattered = step(jf.constant(1))
+    want[:, 1] = 5.0
+    np.testing.assert_array_equal(v.numpy(), want)
+    assert D.is_device_array(v._value) and picked.device.endswith("GPU:0")
+    assert picked.numpy().tolist() == [5.0, want[2, 3]]
+    want[1, 1] += 100.0
+    np.testing.assert_array_equal(scattered.numpy(), want)
+
+
+def test_public_functions_run_on_the_gpu_eagerly_and_traced():
+    """Through jf's API: each op is placed on the GPU and gives the CPU's values, in a
+    jf.function too (the kernels a graph binds)."""
+    x = np.array([[3, 0, 1], [1, 0, 2]], np.int32)
+    z = jf.complex(jf.constant([1.0, -2.0]), jf.constant([0.5, 3.0]))
+    assert z.device.endswith("GPU:0") and z.dtype == jf.complex64
+
+    def compute(t):
+        y, idx = jf.unique(jf.reshape(t, [-1]))
+        m = jf.cast(t[:, :2], jf.float64) + jf.eye(2, dtype=jf.float64)
+        return (jf.where(t > 0), y, idx, jf.math.bincount(t), jf.math.cumprod(t, axis=1), jf.linalg.det(m),
+                jf.linalg.inv(m), jf.math.abs(z), jf.math.angle(z))
+
+    eager = compute(jf.constant(x))
+    traced = jf.function(compute)(jf.constant(x))
+    for e, t in zip(eager, traced):
+        assert e.device.endswith("GPU:0") and t.device.endswith("GPU:0")
+        np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)
+    assert eager[0].numpy().tolist() == [[0, 0], [0, 2], [1, 0], [1, 2]]
+    assert eager[1].numpy().tolist() == [3, 0, 1, 2] and eager[2].numpy().tolist() == [0, 1, 2, 2, 1, 3]
+    assert eager[3].numpy().tolist() == [2, 2, 1, 1]
+    np.testing.assert_allclose(eager[5].numpy(), np.linalg.det(x[:, :2] + np.eye(2)))
+
+
+def test_sliced_assignment_of_a_cpu_variable_stays_on_the_cpu():
+    """Device-agnostic: with a GPU visible, a CPU variable's slice is assigned on the host,
+    eagerly and traced (its bounds computed on the GPU are copied back)."""
+    with jf.device("/CPU:0"):
+        v = jf.Variable(np.zeros((2, 3), np.int32))
+    assert v.device.endswith("CPU:0")
+
+    @jf.function
+    def step(k):
+        v[k + 1 - 1, 1:].assign(jf.constant([7, 8]))
+
+    step(jf.constant(1))
+    v[0, 0].assign(jf.constant(5))
+    assert isinstance(v._value, np.ndarray)
+    assert v.numpy().tolist() == [[5, 0, 0], [0, 7, 8]]
