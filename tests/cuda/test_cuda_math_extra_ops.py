@@ -74,6 +74,14 @@ CASES = [
     ("Where", [np.zeros((2, 0), bool)], {}),
     ("Where", [np.array(True)], {}),
     ("Where", [np.arange(-2, 10, dtype=np.int32) % 3 == 0], {}),
+    ("Where", [np.float32([[0, 1.5], [np.nan, -0.0]])], {}),
+    # float16 goes through float32 on the device, as on the CPU
+    ("SearchSorted", [np.float16([0.5, 1, 2]), np.float16([1, 3])], {"side": "left", "out_type": I32}),
+    ("SegmentSum", [np.float16([[1, 2], [3, 4.5]]), np.int32([0, 1])], {}),
+    ("TensorScatterAdd", [np.float16([1, 2, 3]), np.int32([[0], [0]]), np.float16([0.5, 0.25])], {}),
+    ("Cumprod", [np.float16([1.5, 2, -1])], {"axis": 0, "exclusive": False, "reverse": False}),
+    ("Bincount", [np.int32([5, 6]), np.float16([1, 2])], {"minlength": 1, "maxlength": 4, "dtype": I32}),
+    ("MatrixDeterminant", [np.eye(2, dtype=np.float16)], {}),  # numpy's linalg refuses float16: raises
 ]
 
 
@@ -111,7 +119,7 @@ def test_bad_inputs_are_covered():
     """Each 'raises' example above really raises on the CPU (so the comparison checks an error)."""
     raising = [c for c in CASES if c[1] and _raises(c)]
     assert {c[0] for c in raising} == {"MatrixInverse", "SegmentSum", "Bincount", "TensorScatterAdd", "GatherNd",
-                                          "SearchSorted"}
+                                          "SearchSorted", "MatrixDeterminant"}
 
 
 def _raises(case) -> bool:
