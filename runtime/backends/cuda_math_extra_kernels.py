@@ -11,6 +11,9 @@ kernel's error (the indices are copied to the host only then, to name the bad on
 Matrices are inverted and factored one thread per matrix (Gauss-Jordan and LU with
 partial pivoting), the batch across threads. Scatter-adds use atomics where the device
 has them for the dtype, else one thread per column walks the updates in order.
+`unique` finds each element's first occurrence by scanning the elements before it (n²/2
+comparisons across the threads): exact and in TF's order, but meant for the sizes unique
+sees in models (vocabularies, ids of a batch), not for millions of elements.
 """
 from __future__ import annotations
 
