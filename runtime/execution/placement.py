@@ -31,7 +31,8 @@ from jitflow.runtime.core.tensor import CPU0, EagerTensor, SymbolicTensor
 
 DYNAMIC = "dynamic"
 DEVICE_AGNOSTIC = frozenset({"If", "While", "StatefulPartitionedCall", "ReadVariableOp", "AssignVariableOp",
-                             "InitializeVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
+                             "InitializeVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+                             "ResourceStridedSliceAssign"})
 _NEVER_ON_GPU = frozenset({"Placeholder", "Const", "CopyToDevice", "CopyFromDevice"})
 
 

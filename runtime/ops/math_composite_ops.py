@@ -23,6 +23,7 @@ from jitflow.runtime.ops.constant_op import binary_operands, convert_to_tensor
 from jitflow.runtime.ops.indexing_ops import gather
 from jitflow.runtime.ops.infer import check_kind
 from jitflow.runtime.ops.nn_conv_ops import softplus
+from jitflow.runtime.ops.registry import apply, register
 
 
 def add_n(inputs, name=None):
@@ -206,6 +207,30 @@ def reverse(tensor, axis, name=None):
         return x[tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(x.ndim))]
 
 
+def _gather_nd_infer(specs, attrs):
+    (pd, dtype), (idims, idtype) = specs
+    check_kind(idtype, "i", "indices")
+    if pd is None or idims is None or idims[-1] is None:
+        return [(None, dtype)]
+    return [(idims[:-1] + pd[idims[-1]:], dtype)]
+
+
+def _gather_nd_kernel(params, indices):
+    params, indices = np.asarray(params), np.asarray(indices)
+    depth = indices.shape[-1]
+    flat = indices.reshape(-1, depth)
+    bad = np.nonzero(((flat < 0) | (flat >= np.asarray(params.shape[:depth]))).any(axis=1))[0]
+    if bad.size:
+        i = int(bad[0])
+        raise InvalidArgumentError(f"gather_nd: indices[{i}] = {flat[i].tolist()} does not index into param "
+                                   f"shape {list(params.shape)}")
+    return params[tuple(np.moveaxis(indices, -1, 0))]
+
+
+register("GatherNd", _gather_nd_infer, cpu=_gather_nd_kernel, reference=_gather_nd_kernel, public_name="gather_nd",
+         default_name="GatherNd")
+
+
 def gather_nd(params, indices, batch_dims=0, name=None):
     """Slices of `params` at the index tuples in the last axis of `indices` (`tf.gather_nd`).
 
@@ -216,22 +241,16 @@ def gather_nd(params, indices, batch_dims=0, name=None):
     """
     if batch_dims != 0:
         raise ValueError(f"batch_dims: only 0 is supported; got {batch_dims}")
-    with name_scope(name or "GatherNd"):
-        p = convert_to_tensor(params)
-        idx = convert_to_tensor(indices)
-        check_kind(idx.dtype, "i", "indices")
-        depth = idx.shape.as_list()[-1] if idx.ndim else None
-        if depth is None or p.ndim is None or depth > p.ndim:
-            raise ValueError(f"indices: the last axis (index depth) must be known and <= rank of params "
-                             f"({p.ndim}); got indices of shape {idx.shape}")
-        if depth < 1:
-            raise ValueError(f"indices: the index depth (last axis) must be >= 1; got indices of shape {idx.shape}")
-        shape = A.shape(p, out_type=idx.dtype)
-        flat_index = idx[..., 0]
-        for k in range(1, depth):  # row-major: index = ((i0 * d1) + i1) * d2 + ...
-            flat_index = M.add(M.multiply(flat_index, shape[k]), idx[..., k])
-        flat = A.reshape(p, A.concat([convert_to_tensor([-1], dtype=idx.dtype), shape[depth:]], 0))
-        return gather(flat, flat_index)
+    p = convert_to_tensor(params)
+    idx = convert_to_tensor(indices)
+    check_kind(idx.dtype, "i", "indices")
+    depth = idx.shape.as_list()[-1] if idx.ndim else None
+    if depth is None or p.ndim is None or depth > p.ndim:
+        raise ValueError(f"indices: the last axis (index depth) must be known and <= rank of params "
+                         f"({p.ndim}); got indices of shape {idx.shape}")
+    if depth < 1 and p.ndim > 0:
+        raise ValueError(f"indices: the index depth (last axis) must be >= 1; got indices of shape {idx.shape}")
+    return apply("GatherNd", [p, idx], name=name)[0]
 
 
 def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa: A002 - TF's names

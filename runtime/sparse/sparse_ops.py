@@ -15,8 +15,8 @@ import numpy as np
 from jitflow.runtime.core import dtypes as _dt
 from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.core.tensor import EagerTensor, Tensor
-from jitflow.runtime.ops import array_ops as A
 from jitflow.runtime.ops.indexing_ops import gather
+from jitflow.runtime.ops.math_composite_ops import gather_nd
 from jitflow.runtime.ops import math_ops as M
 from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.ops.registry import apply, gradient, not_differentiable, register
@@ -113,37 +113,6 @@ def to_dense(sp_input: Any, default_value: Any = None, validate_indices: bool = 
 def _to_dense_grad(rec, g):
     indices = rec.inputs[0]
     return [None, None, gather_nd(g, indices), M.reduce_sum(g) - M.reduce_sum(gather_nd(g, indices))]
-
-
-# -- gather_nd (the values' gradient of to_dense) ---------------------------------------------
-def _gather_nd_kernel(params, indices):
-    params = np.asarray(params)
-    indices = np.asarray(indices, dtype=_I64)
-    k = indices.shape[-1]
-    _linear(indices.reshape(-1, k), params.shape[:k], "gather_nd")
-    return params[tuple(np.moveaxis(indices, -1, 0))]
-
-
-def _gather_nd_infer(specs, attrs):
-    (pd, dtype), (idims, _) = specs
-    if pd is None or idims is None or idims[-1] is None:
-        return [(None, dtype)]
-    return [(idims[:-1] + pd[idims[-1]:], dtype)]
-
-
-register("GatherNd", _gather_nd_infer, cpu=_gather_nd_kernel, public_name="gather_nd", default_name="GatherNd")
-
-
-def gather_nd(params: Any, indices: Any, name: Optional[str] = None) -> Tensor:
-    """`params` at each index vector of `indices` (TF's `tf.gather_nd`, batch_dims=0)."""
-    return apply("GatherNd", [convert_to_tensor(params), convert_to_tensor(indices, dtype=_dt.int64)], name=name)[0]
-
-
-@gradient("GatherNd")
-def _gather_nd_grad(rec, g):
-    params, indices = rec.inputs
-    shape = A.shape(params, out_type=_dt.int64)
-    return [to_dense(_sparse_out(indices, g, shape, params._dims), validate_indices=False), None]
 
 
 # -- from_dense ----------------------------------------------------------------------------

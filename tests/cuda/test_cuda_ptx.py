@@ -241,3 +241,55 @@ def test_sparse_op_kernels():
         n += compile_all(S.reduce_scatter, [(a, i, a, i, I64, I64)])
         n += compile_all(S.sparse_dense_matmul, [(a, i, a, a, I64, flag, I64)])
     assert n > 100
+
+
+def test_math_extra_op_kernels():
+    """The kernels of runtime/backends/cuda_math_extra_kernels.py (complex numbers, cumprod,
+    inverse/determinant, where/unique/searchsorted/segment_sum/bincount, gather/scatter by
+    index vectors), with every dtype their ops pass them."""
+    from jitflow.runtime.backends import cuda_math_extra_kernels as X
+    complexes = [np.complex64, np.complex128]
+    i32, i64 = arr(np.int32), arr(np.int64)
+    n = 0
+    for z, r in zip(complexes, FLOATS):
+        for fn in (K.real_, K.imag_, K.angle_, K.complex_abs_):
+            n += compile_all(P.map1_flat(fn), [(arr(r), arr(z))])
+            n += compile_all(P.map1(fn), [(arr(r), arr(z), I64, tup(1), tup(1))])
+        n += compile_all(P.map1_flat(K.conj_), [(arr(z), arr(z))])
+        n += compile_all(P.map2_flat(K.complex_), [(arr(z), arr(r), arr(r))])
+        n += compile_all(P.map2(K.complex_), [(arr(z), arr(r), tup(2), arr(r), tup(2), tup(2))])
+    for dt in [np.bool_, np.float32, np.float64] + CORE_INTS:
+        n += compile_all(X.nonzero_flags, [(i64, arr(dt))])
+    n += compile_all(X.chunk_counts, [(i64, i64, I64)])
+    n += compile_all(X.exclusive_scan, [(i64,)])
+    n += compile_all(X.chunk_offsets, [(i64, i64, i64, I64)])
+    n += compile_all(X.where_fill, [(i64, i64, i64, tup(r)) for r in (1, 2, 3)])
+    for dt in FLOATS + CORE_INTS:
+        n += compile_all(X.unique_first, [(i64, i64, arr(dt))])
+        n += compile_all(X.unique_fill, [(arr(dt), arr(o), arr(dt), i64, i64) for o in (np.int32, np.int64)])
+        n += compile_all(X.search_rows, [(arr(o), arr(dt), arr(dt), I64, I64, T.boolean)
+                                         for o in (np.int32, np.int64)])
+    for ids in (i32, i64):
+        n += compile_all(X.sorted_ids_ok, [(i32, ids)])
+        n += compile_all(X.check_index_rows, [(i32, ids, I64, tup(d)) for d in (1, 2)])
+        for dt in FLOATS + CORE_INTS + complexes:
+            n += compile_all(X.segment_sum_sorted, [(arr(dt), arr(dt), ids, I64, from_dtype(np.dtype(dt)))])
+    for dt in INTS:
+        n += compile_all(X.kept_min_max, [(i64, arr(dt), I64)])
+        n += compile_all(X.bincount_count, [(i64, arr(dt), I64)])
+        n += compile_all(X.bincount_weigh, [(arr(np.float64), arr(dt), arr(np.float64), I64)])
+    for dt in ALL + complexes:
+        n += compile_all(X.gather_nd_fill, [(arr(dt), arr(dt), i64, I64, tup(d), I64) for d in (1, 2)])
+    for dt in FLOATS + [np.int32, np.int64]:
+        n += compile_all(X.scatter_add_atomic, [(arr(dt), ids, arr(dt), I64, tup(1), I64) for ids in (i32, i64)])
+    for dt in [np.int8, np.int16, np.uint8] + complexes:
+        n += compile_all(X.scatter_add_columns, [(arr(dt), ids, arr(dt), I64, tup(2), I64, I64)
+                                                 for ids in (i32, i64)])
+    for dt in FLOATS + CORE_INTS + complexes:
+        one = from_dtype(np.dtype(dt))
+        n += compile_all(X.cumprod_rows, [(arr(dt), arr(dt), I64, T.boolean, T.boolean, one)])
+    for dt in FLOATS + complexes:
+        n += compile_all(X.lu_det, [(arr(dt), arr(dt), I64, from_dtype(np.dtype(dt)))])
+        n += compile_all(X.gauss_jordan, [(arr(dt), arr(dt), i32, I64)])
+        n += compile_all(X.identity_fill, [(arr(dt), I64)])
+    assert n > 100

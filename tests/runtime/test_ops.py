@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 import jitflow as jf
+import jitflow.runtime.distribute  # noqa: F401 - registers the collective ops NOT_HERE lists (lazy in jf)
 from jitflow.runtime.ops.registry import KERNELS, OPS
 from jitflow.runtime.ops import array_ops
 from jitflow.runtime.ops.registry import bind_kernel, kernel_attrs
@@ -58,6 +59,8 @@ NOT_HERE = {
     "AssignAddVariableOp": "test_variable_ops_read_and_update_in_place_of_the_python_api",
     "AssignSubVariableOp": "test_variable_ops_read_and_update_in_place_of_the_python_api",
     "ResourceStridedSliceAssign": "tests/tf_api/snippets_variables_more.txt (v[...].assign, against TensorFlow)",
+    "GatherNd": "tests/tf_api/snippets_api_gaps.txt (gather_nd, against TensorFlow), tests/data/test_sparse.py "
+                "(its gradient through to_dense) and tests/runtime/test_gather_nd.py",
     **{op: "tests/tf_api/snippets_api_gaps.txt (against TensorFlow: where/boolean_mask, unique, searchsorted, "
            "scatter)" for op in ("Where", "Unique", "SearchSorted", "TensorScatterAdd",
                                                      "SegmentSum", "Bincount")},
@@ -74,6 +77,8 @@ NOT_HERE = {
     "WriteAudioSummary": "tests/summary/test_summary_in_function.py",
     "JfCollectiveAllReduce": "tests/distribute/ (replica all-reduce in graphs)",
     "JfCollectiveAllGather": "tests/distribute/ (replica all-gather in graphs)",
+    "JfCollectiveAllReduceStart": "tests/distribute/test_multi_worker.py (all-reduce started during tape.gradient)",
+    "JfCollectiveAllReduceWait": "tests/distribute/test_multi_worker.py (waited for before apply_gradients)",
     "WriteRawProtoSummary": "tests/summary/test_summary_in_function.py",
     "CopyToDevice": "tests/cuda/test_cuda_function.py (copies between devices)",
     "CopyFromDevice": "tests/cuda/test_cuda_function.py (copies between devices)",
