@@ -38,6 +38,10 @@ HOST_OPS |= {"AnonymousIteratorV3", "IteratorGetNext", "IteratorHasNext", "ReadF
              "RandomOffsets", "ResizeBilinear", "ResizeNearestNeighbor", "ScaleAndTranslate", "SliceBySize",
              "AsString", "StaticRegexReplace", "StringCase", "StringFormat", "StringJoin", "StringLength",
              "StringSplitV2", "StringStrip", "StringToNumber"}
+# The cross-replica collectives reduce on the host (MPI's buffers, or the replica threads'
+# rendezvous): placement copies a GPU replica's values there and back.
+HOST_OPS |= {"JfCollectiveAllGather", "JfCollectiveAllReduce", "JfCollectiveAllReduceStart",
+             "JfCollectiveAllReduceWait"}
 # int16 and int64 run the same kernels as int8 and int32 (test_cuda_ptx.py compiles them all);
 # leaving them out keeps this module within the simulator's time budget.
 NUMERIC = [(op, dt) for op, dt in cpu_cases.OP_DTYPES if not dt.is_string and dt not in (jf.int16, jf.int64)]
