@@ -154,6 +154,12 @@ CASES: List[Case] = [
     Case("Cumprod", lambda x: jf.math.cumprod(x, exclusive=True, reverse=True), [pos(3, 2)]),
     Case("TensorScatterAdd", lambda t, i, u: jf.tensor_scatter_nd_add(t, i, u),
          [r(4, 2), np.array([[3], [0], [3]], I), r(3, 2)]),
+    Case("GatherNd", lambda p: jf.gather_nd(p, [[0], [2], [0]]), [r(3, 2)]),          # a repeated index
+    Case("GatherNd", lambda p: jf.gather_nd(p, [[1, 0], [0, 2]]), [r(2, 3)]),
+    Case("SparseToDense", lambda v: jf.sparse.to_dense(jf.sparse.SparseTensor([[0, 1], [1, 2]], v, [2, 3])),
+         [r(2)]),
+    Case("SparseTensorDenseMatMul", lambda v, w: jf.sparse.sparse_dense_matmul(
+        jf.sparse.SparseTensor([[0, 1], [1, 0], [1, 2]], v, [2, 3]), w), [r(3), r(3, 2)]),
     Case("MatrixInverse", jf.linalg.inv, [r(3, 3) + 3 * np.eye(3)]),
     Case("MatrixInverse", lambda a: jf.linalg.inv(a, adjoint=True), [r(2, 3, 3) + 3 * np.eye(3)]),
     Case("MatrixDeterminant", jf.linalg.det, [r(2, 3, 3) + 2 * np.eye(3)]),
