@@ -29,6 +29,7 @@ from jitflow.runtime.backends import cuda_kernels as CK
 from jitflow.runtime.backends import cuda_primitives as P
 from jitflow.runtime.core.errors import InvalidArgumentError
 from jitflow.runtime.execution import device_memory as D
+from jitflow.runtime.ops.sparse_shapes import concat_shape
 
 I64 = np.dtype(np.int64)
 CHUNK = 4 if P.SIM else 1024  # entries one thread counts and places in a compaction
@@ -636,22 +637,9 @@ def _reduce_sum(indices, values, dense_shape, axis, keepdims):
 def _concat(*parts, concat_dim, expand_nonconcat_dims):
     groups = [parts[i:i + 3] for i in range(0, len(parts), 3)]
     shapes = [_shape_of(s) for _, _, s in groups]
-    rank = len(shapes[0])
-    if any(len(s) != rank for s in shapes):
-        raise InvalidArgumentError(f"sparse.concat: all inputs must have the same rank; got shapes "
-                                   f"{[list(s) for s in shapes]}")
-    axis = concat_dim % rank if rank else 0
-    out_shape = list(shapes[0])
-    for k, s in enumerate(shapes[1:], 1):
-        for d in range(rank):
-            if d != axis and s[d] != out_shape[d]:
-                if not expand_nonconcat_dims:
-                    raise InvalidArgumentError(
-                        f"sparse.concat: input {k} has shape {list(s)}; dimension {d} must be {out_shape[d]} "
-                        "(the first input's) unless expand_nonconcat_dims=True")
-                out_shape[d] = max(out_shape[d], s[d])
+    axis, out_shape = concat_shape(shapes, concat_dim, expand_nonconcat_dims)
+    rank = len(out_shape)
     checked = [_linear(ind, s, "sparse.concat") for (ind, _, _), s in zip(groups, shapes)]
-    out_shape[axis] = sum(s[axis] for s in shapes)
     n = sum(c[2] for c in checked)
     dtype = groups[0][1].dtype
     idx = CK.empty((n * rank,), I64)

@@ -17,6 +17,7 @@ from jitflow.runtime.ops.constant_op import convert_to_tensor
 from jitflow.runtime.ops.indexing_ops import gather
 from jitflow.runtime.ops.registry import apply, gradient, not_differentiable, register
 from jitflow.runtime.sparse.sparse_ops import _I64, _check, _linear, _shape_of, _sparse_out, _unravel, from_dense
+from jitflow.runtime.ops.sparse_shapes import concat_shape
 from jitflow.runtime.sparse.sparse_tensor import OPERATORS, Dims, SparseTensor
 
 
@@ -191,20 +192,8 @@ def reduce_sum(sp_input: Any, axis: Any = None, keepdims: Optional[bool] = None,
 def _concat_kernel(*parts, concat_dim, expand_nonconcat_dims):
     groups = [parts[i:i + 3] for i in range(0, len(parts), 3)]
     shapes = [_shape_of(s) for _, _, s in groups]
-    rank = len(shapes[0])
-    if any(len(s) != rank for s in shapes):
-        raise InvalidArgumentError(f"sparse.concat: all inputs must have the same rank; got shapes "
-                                   f"{[list(s) for s in shapes]}")
-    axis = concat_dim % rank if rank else 0
-    out_shape = list(shapes[0])
-    for k, s in enumerate(shapes[1:], 1):
-        for d in range(rank):
-            if d != axis and s[d] != out_shape[d]:
-                if not expand_nonconcat_dims:
-                    raise InvalidArgumentError(
-                        f"sparse.concat: input {k} has shape {list(s)}; dimension {d} must be {out_shape[d]} "
-                        "(the first input's) unless expand_nonconcat_dims=True")
-                out_shape[d] = max(out_shape[d], s[d])
+    axis, out_shape = concat_shape(shapes, concat_dim, expand_nonconcat_dims)
+    rank = len(out_shape)
     offset = 0
     all_indices, all_values = [], []
     for (ind, val, _), s in zip(groups, shapes):
@@ -214,7 +203,6 @@ def _concat_kernel(*parts, concat_dim, expand_nonconcat_dims):
         offset += s[axis]
         all_indices.append(ind)
         all_values.append(np.asarray(val))
-    out_shape[axis] = offset
     indices = np.concatenate(all_indices)
     values = np.concatenate(all_values)
     order = np.argsort(_linear(indices, tuple(out_shape), "sparse.concat"), kind="stable")
