@@ -1,7 +1,10 @@
 """Cold start: `import jitflow` and the first `jf.function` call, each in fresh processes.
 
 Every figure is the median over `repeat` new interpreters (a warm-up process runs first,
-so numba's disk cache holds the kernels: "warm kernel cache"). Peers, when installed:
+so numba's disk cache holds the kernels: "warm kernel cache", and Python's `__pycache__`
+holds jitflow's bytecode, as after a user's first import; `PYTHONDONTWRITEBYTECODE` is
+cleared for the children, since with it set every import recompiles ~100 modules from source
+and `import jitflow` costs about 230 ms more). Peers, when installed:
 `import numpy` (the floor every jitflow import pays), and JAX's import + first `jax.jit`
 call of the same function. Goals (issue: architecture): `import jitflow` <= 0.25 s and the
 first call <= 50 ms, i.e. time to first result below JAX's.
@@ -64,8 +67,9 @@ print(json.dumps({"import": t1 - t0, "first_call": t3 - t2, "first_result": t3 -
 
 
 def _run(code: str, **env: str) -> Optional[Dict[str, float]]:
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore", "JAX_PLATFORMS": "cpu", **env})
+                          env={**base, "PYTHONWARNINGS": "ignore", "JAX_PLATFORMS": "cpu", **env})
     if proc.returncode != 0:
         return None
     return json.loads(proc.stdout.strip().splitlines()[-1])

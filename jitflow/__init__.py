@@ -30,8 +30,6 @@ from jitflow import nest as nest
 from jitflow import nn as nn
 from jitflow import optimizers as optimizers
 from jitflow import random as random
-from jitflow import test as test
-from jitflow import train as train
 from jitflow import types as types
 from jitflow.runtime.core import traceback_filter as _traceback_filter
 
@@ -46,11 +44,14 @@ _LAZY_MODULES = {"summary": "jitflow.summary", "profiler": "jitflow.profiler",
                  "data": "jitflow.runtime.data", "io": "jitflow.runtime.io", "image": "jitflow.runtime.image",
                  "strings": "jitflow.runtime.strings", "sparse": "jitflow.runtime.sparse",
                  "saved_model": "jitflow.runtime.saved_model",
-                 "keras": "jitflow.keras", "distribute": "jitflow.distribute"}
+                 "keras": "jitflow.keras", "distribute": "jitflow.distribute",
+                 "train": "jitflow.train", "test": "jitflow.test"}
 
 
 # Top-level names that live in a lazy module (TF's `tf.SparseTensor` is `tf.sparse.SparseTensor`).
-_LAZY_NAMES = {"SparseTensor": "jitflow.runtime.sparse", "SparseTensorSpec": "jitflow.runtime.sparse"}
+_LAZY_NAMES = {"SparseTensor": "jitflow.runtime.sparse", "SparseTensorSpec": "jitflow.runtime.sparse",
+               **{name: "jitflow.runtime.training.checkpoint"
+                  for name in ("Checkpoint", "CheckpointManager", "latest_checkpoint")}}
 
 
 def __getattr__(name: str):
@@ -75,7 +76,7 @@ globals()["bool"] = _runtime.bool_
 __all__ = sorted(set(_runtime.__all__) | {
     "bool", "autograph", "config", "debugging", "initializers", "keras", "losses", "math", "nn", "optimizers", "random",
     "train", "summary", "profiler", "data", "io", "image", "strings", "sparse", "SparseTensor", "SparseTensorSpec",
-    "saved_model", "distribute", "linalg", "test", "nest",
+    "saved_model", "distribute", "linalg", "test", "nest", "Checkpoint", "CheckpointManager", "latest_checkpoint",
     "types", "__version__",
 } - {"__version__"})
 

@@ -75,7 +75,6 @@ from jitflow.runtime.tracing.control_flow import cond, while_loop
 from jitflow.runtime.tracing.function import ConcreteFunction, Function, RetraceWarning, function
 from jitflow.runtime.tracing.tensor_array import TensorArray
 from jitflow.runtime.tracing.map_fn import map_fn
-from jitflow.runtime.training.checkpoint import Checkpoint, CheckpointManager, latest_checkpoint
 from jitflow.runtime.training.initializers import (constant_initializer, ones_initializer,
                                                    random_normal_initializer,
                                                    random_uniform_initializer, zeros_initializer)
@@ -114,6 +113,20 @@ __all__ = [
     "GradientTape", "custom_gradient", "UnconnectedGradients", "VariableAggregation",
     "VariableSynchronization",
     # training
-    "Checkpoint", "CheckpointManager", "latest_checkpoint", "constant_initializer", "ones_initializer",
+    "constant_initializer", "ones_initializer",
     "random_normal_initializer", "random_uniform_initializer", "zeros_initializer",
 ]
+
+
+# Checkpoints load on first use (their tensor-bundle and protobuf machinery is not needed by a
+# program that only runs ops); `jf.train.Checkpoint` and `jf.Checkpoint` reach them by name.
+_LAZY_CHECKPOINT_NAMES = ("Checkpoint", "CheckpointManager", "latest_checkpoint")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_CHECKPOINT_NAMES:
+        from jitflow.runtime.training import checkpoint  # lazy: tensor bundle + protobufs, on first use
+        value = getattr(checkpoint, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'jitflow.runtime' has no attribute {name!r}")
