@@ -25,6 +25,8 @@ from jitflow.runtime.execution import placement
 from jitflow.runtime.execution import device_memory as D  # noqa: E402
 from jitflow.runtime.ops.registry import bind_kernel, kernel_attrs  # noqa: E402
 
+from device_compare import assert_same, host  # noqa: E402
+
 TABLE = placement.cuda_table()
 # Ops that stay on the host by design (placement runs them on the CPU).
 HOST_OPS = {"Placeholder", "Const", "PrintV2", "EagerPyFunc", "Add", "CopyToDevice", "CopyFromDevice"}
@@ -45,34 +47,10 @@ HOST_OPS |= {"JfCollectiveAllGather", "JfCollectiveAllReduce", "JfCollectiveAllR
 # int16 and int64 run the same kernels as int8 and int32 (test_cuda_ptx.py compiles them all);
 # leaving them out keeps this module within the simulator's time budget.
 NUMERIC = [(op, dt) for op, dt in cpu_cases.OP_DTYPES if not dt.is_string and dt not in (jf.int16, jf.int64)]
-TOLERANCE = {2: 2e-3, 4: 2e-5, 8: 1e-12}
 
 
 def _on_device(args):
     return [D.to_device(a) for a in args]
-
-
-def _host(result):
-    if isinstance(result, tuple):
-        return tuple(D.to_host(r) for r in result)
-    return D.to_host(result)
-
-
-def _assert_same(op, attrs, want, got):
-    wants = want if isinstance(want, tuple) else (want,)
-    gots = got if isinstance(got, tuple) else (got,)
-    assert len(wants) == len(gots), f"{op} {attrs}: expected {len(wants)} outputs != got {len(gots)}"
-    for w, g in zip(wants, gots):
-        w = np.asarray(w)
-        assert isinstance(g, np.ndarray), f"{op} {attrs}: expected an array from the device, got {type(g)}"
-        assert (w.dtype, w.shape) == (g.dtype, g.shape), \
-            f"{op} {attrs}: expected {w.dtype}{list(w.shape)} != got {g.dtype}{list(g.shape)}"
-        if w.dtype.kind == "f":
-            tol = TOLERANCE[w.dtype.itemsize]
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol,
-                                       equal_nan=True, err_msg=f"{op} {attrs}")
-        else:
-            np.testing.assert_array_equal(g, w, err_msg=f"{op} {attrs}")
 
 
 def test_every_data_op_has_a_cuda_kernel():
@@ -97,15 +75,15 @@ def test_cuda_kernel_matches_cpu(op, dtype):
             want = KERNELS["cpu"][op](*args, **kattrs)
         except Exception as e:  # the CUDA kernel must refuse the same input the same way
             with pytest.raises(type(e)):
-                _host(TABLE[op](*_on_device(args), **kattrs))
+                host(TABLE[op](*_on_device(args), **kattrs))
             continue
-        got = _host(TABLE[op](*_on_device(args), **kattrs))
-        _assert_same(op, attrs, want, got)
+        got = host(TABLE[op](*_on_device(args), **kattrs))
+        assert_same(f"{op} {attrs}", want, got)
         if n == 0:  # the kernel a graph node binds (what jf.function runs) agrees too
             bound = bind_kernel(OPS[op], "cuda", attrs, [jf.as_dtype(np.asarray(a).dtype)
                                                          if np.asarray(a).dtype != object else jf.string
                                                          for a in args])
-            _assert_same(op, attrs, want, _host(bound(*_on_device(args))))
+            assert_same(f"{op} {attrs}", want, host(bound(*_on_device(args))))
 
 
 def test_results_stay_on_the_device():

@@ -21,12 +21,13 @@ from jitflow.runtime.execution import device_memory as D
 from jitflow.runtime.execution import placement
 from jitflow.runtime.ops.registry import KERNELS, OPS, bind_kernel
 
+from device_compare import assert_same, host
+
 TABLE = placement.cuda_table()
 OPS_HERE = ["SparseAdd", "SparseConcat", "SparseDenseCwiseOp", "SparseExpandDims", "SparseFillEmptyRows",
             "SparseFromDense", "SparseReduceSum", "SparseReorder", "SparseReshape", "SparseRetain", "SparseSlice",
             "SparseTensorDenseAdd", "SparseTensorDenseMatMul", "SparseToDense"]
 DTYPES = [np.float32, np.int32, np.float16, np.int8, np.float64, np.bool_]
-TOLERANCE = {2: 2e-3, 4: 2e-5, 8: 1e-12}
 
 
 def i64(x: Any) -> np.ndarray:
@@ -125,28 +126,6 @@ def examples(op: str, dt: Any) -> List[Tuple[tuple, Dict[str, Any]]]:
     raise KeyError(op)
 
 
-def _host(result: Any) -> Any:
-    if isinstance(result, tuple):
-        return tuple(D.to_host(r) for r in result)
-    return D.to_host(result)
-
-
-def _assert_same(what: str, want: Any, got: Any) -> None:
-    wants = want if isinstance(want, tuple) else (want,)
-    gots = got if isinstance(got, tuple) else (got,)
-    assert len(wants) == len(gots), f"{what}: expected {len(wants)} outputs != got {len(gots)}"
-    for w, g in zip(wants, gots):
-        w = np.asarray(w)
-        assert isinstance(g, np.ndarray), f"{what}: expected an array from the device, got {type(g)}"
-        assert (w.dtype, w.shape) == (g.dtype, g.shape), \
-            f"{what}: expected {w.dtype}{list(w.shape)} != got {g.dtype}{list(g.shape)}"
-        if w.dtype.kind == "f":
-            tol = TOLERANCE[w.dtype.itemsize]
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=tol, atol=tol, err_msg=what)
-        else:
-            np.testing.assert_array_equal(g, w, err_msg=what)
-
-
 def test_every_sparse_op_has_its_own_cuda_kernel():
     for op in OPS_HERE:
         assert op in OPS, op
@@ -166,13 +145,13 @@ def test_cuda_sparse_kernel_matches_cpu(op, dtype):
             want = KERNELS["cpu"][op](*args, **attrs)
         except Exception as e:  # the CUDA kernel must refuse the same input the same way
             with pytest.raises(type(e)):
-                _host(TABLE[op](*[D.to_device(a) for a in args], **attrs))
+                host(TABLE[op](*[D.to_device(a) for a in args], **attrs))
             continue
-        got = _host(TABLE[op](*[D.to_device(a) for a in args], **attrs))
-        _assert_same(what, want, got)
+        got = host(TABLE[op](*[D.to_device(a) for a in args], **attrs))
+        assert_same(what, want, got)
         if n == 0:  # the kernel a graph node binds agrees too
             bound = bind_kernel(OPS[op], "cuda", attrs, [jf.as_dtype(np.asarray(a).dtype) for a in args])
-            _assert_same(what + " (bound)", want, _host(bound(*[D.to_device(a) for a in args])))
+            assert_same(what + " (bound)", want, host(bound(*[D.to_device(a) for a in args])))
 
 
 def test_sparse_api_runs_on_the_gpu():
